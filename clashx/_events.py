@@ -1,0 +1,185 @@
+"""Event files: the one format for generated collisions, ingested lab strikes and real tosses.
+
+An event file is a numpy `.npz` (no pickles) holding one row per event and a
+JSON `meta` string.  Every producer (`clashx generate`, `clashx ingest`, a
+user's own recordings) writes it through `save_events`, every consumer reads it
+through `load_events`, and both validate it against `SCHEMAS`.
+
+Strike events (`scene = "strike"`), N rows:
+
+| key | shape | meaning |
+|---|---|---|
+| strike | (N, 3) | θ, θ1 (rad), v_pre (m/s), SCENE.md |
+| params | (N, 3) | μ1, μ2, e1 the event was simulated with; NaN for real events |
+| post_velocity | (N, 3) | (vx, vy, ωz) of the block frame's origin in the block frame at release (m/s, rad/s); NaN if the striker missed |
+| t_touch | (N,) | first touch, s after launch |
+| t_release | (N,) | t_touch + 0.02 s: the contact window is [t_touch, t_release] |
+| touched | (N,) bool | the striker touched the block |
+| start_pose | (N, 3) | block pose (x, y, yaw) at launch, world, m and rad |
+| rest_pose | (N, 3) | block pose when it came to rest (or 4 s after launch) |
+
+Cube-toss events (`scene = "cube-toss"`), N rows, states as in the ContactNets
+files: `qw qx qy qz | x y z | wx wy wz (body frame) | vx vy vz (world)`:
+
+| key | shape | meaning |
+|---|---|---|
+| initial_state | (N, 13) | state at the first frame of the toss (t = 0) |
+| pre_state | (N, 13) | state at first table contact, from the free flight before it |
+| post_state | (N, 13) | state at the end of the impact window (meta `window_s` after first contact) |
+| t_impact | (N,) | first contact, s after the first frame |
+| params | (N, 3) | μ, time constant, damping ratio simulated with; NaN for real events |
+| toss_id | (N,) int | the toss's number in its source |
+
+Scalar string keys: `format` (= FORMAT), `scene`, `shape` ("" for the cube),
+`source` ("mjx", "mujoco-c", "strike-lab", "contactnets", "user", ...),
+`meta` (a JSON object: parameter space, ranges, solver settings, versions, seed...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+import numpy as np
+
+FORMAT = "clashx.events/1"
+
+SCHEMAS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
+    "strike": {
+        "strike": ((3,), "f"),
+        "params": ((3,), "f"),
+        "post_velocity": ((3,), "f"),
+        "t_touch": ((), "f"),
+        "t_release": ((), "f"),
+        "touched": ((), "b"),
+        "start_pose": ((3,), "f"),
+        "rest_pose": ((3,), "f"),
+    },
+    "cube-toss": {
+        "initial_state": ((13,), "f"),
+        "pre_state": ((13,), "f"),
+        "post_state": ((13,), "f"),
+        "t_impact": ((), "f"),
+        "params": ((3,), "f"),
+        "toss_id": ((), "i"),
+    },
+}
+# Columns that may hold NaN (unknown or undefined), by scene.
+NAN_ALLOWED = {
+    "strike": {"params", "post_velocity", "t_touch", "t_release"},
+    "cube-toss": {"params"},
+}
+
+
+class EventFileError(ValueError):
+    """A bad event file or event array: the message names the file, key, row and fix."""
+
+
+def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, np.ndarray]:
+    """Check an event dict against its scene's schema; return it with canonical dtypes.
+
+    Raises:
+        EventFileError: naming `where`, the key and, for bad values, the first bad row.
+    """
+    scene = str(events.get("scene", ""))
+    if scene not in SCHEMAS:
+        raise EventFileError(f"{where}: 'scene' is {scene!r}; expected one of {sorted(SCHEMAS)}")
+    schema = SCHEMAS[scene]
+    missing = [k for k in schema if k not in events]
+    if missing:
+        raise EventFileError(f"{where}: missing key(s) {missing} for scene {scene!r} (see clashx.events docs)")
+    n = None
+    out: dict[str, np.ndarray] = {}
+    for key, (tail, kind) in schema.items():
+        arr = np.asarray(events[key])
+        if n is None:
+            n = arr.shape[0] if arr.ndim else -1
+        if arr.shape != (n, *tail):
+            raise EventFileError(f"{where}: {key!r} has shape {arr.shape}; expected ({n}, {', '.join(map(str, tail))})".replace(", )", ")"))
+        if kind == "f":
+            arr = arr.astype(np.float64)
+            bad = ~np.isfinite(arr) if key not in NAN_ALLOWED[scene] else np.isinf(arr)
+            if bad.any():
+                row = int(np.argwhere(bad)[0][0])
+                raise EventFileError(f"{where}: {key!r} row {row} is not finite ({arr[row]}); remove or fix that event")
+        elif kind == "b":
+            arr = arr.astype(bool)
+        else:
+            arr = arr.astype(np.int64)
+        out[key] = arr
+    for key in ("format", "scene", "shape", "source"):
+        out[key] = np.asarray(str(events.get(key, FORMAT if key == "format" else "")))
+    meta = events.get("meta", "{}")
+    meta = meta if isinstance(meta, str) else (meta.item() if isinstance(meta, np.ndarray) else json.dumps(meta))
+    try:
+        json.loads(meta)
+    except json.JSONDecodeError as e:
+        raise EventFileError(f"{where}: 'meta' is not a JSON object ({e})") from None
+    out["meta"] = np.asarray(meta)
+    return out
+
+
+def atomic_savez(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
+    """Write an .npz so that `path` holds either the old file or the whole new one, never a part."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_events(path: str | os.PathLike, events: dict[str, Any]) -> None:
+    """Validate `events` and write them to `path` atomically (nothing is half-written)."""
+    atomic_savez(path, validate_events(events, where=str(path)))
+
+
+def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, np.ndarray]:
+    """Read and validate an event file; with `scene`, also require that scene.
+
+    Returns a dict of arrays; `meta` is returned parsed, as a dict, under `meta`.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise EventFileError(f"{path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            raw = {k: z[k] for k in z.files}
+    except Exception as e:  # a truncated or foreign file
+        raise EventFileError(f"{path}: not a readable .npz event file ({e})") from None
+    if str(raw.get("format", "")) != FORMAT:
+        raise EventFileError(f"{path}: 'format' is {str(raw.get('format', 'missing'))!r}; expected {FORMAT!r}")
+    events = validate_events(raw, where=path)
+    if scene is not None and str(events["scene"]) != scene:
+        raise EventFileError(f"{path}: holds {str(events['scene'])!r} events; this command needs {scene!r} events")
+    events["meta"] = json.loads(str(events["meta"]))
+    return events
+
+
+def n_events(events: dict[str, Any]) -> int:
+    """Number of events (rows) in an event dict."""
+    key = next(iter(SCHEMAS[str(events["scene"])]))
+    return int(np.asarray(events[key]).shape[0])
+
+
+def select(events: dict[str, Any], rows) -> dict[str, Any]:
+    """The events at `rows` (an index array or slice), other keys unchanged."""
+    schema = SCHEMAS[str(events["scene"])]
+    return {k: (np.asarray(v)[rows] if k in schema else v) for k, v in events.items()}
+
+
+def concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Concatenate event dicts of one scene row-wise; scalar keys come from the first."""
+    schema = SCHEMAS[str(parts[0]["scene"])]
+    out = dict(parts[0])
+    for k in schema:
+        out[k] = np.concatenate([np.asarray(p[k]) for p in parts])
+    return out

@@ -1,0 +1,314 @@
+"""Simulating one strike (SCENE.md) to rest, on MJX (jit/vmap/grad) and on MuJoCo C (a thread pool).
+
+One strike runs in two phases that both engines share:
+
+1. *contact phase*, timestep `dt_contact`: the striker is launched at the
+   settled block; the first collision pass that finds a striker-block contact
+   (distance < 0) marks the first touch, at the time of the state it was run
+   on; `RELEASE_AFTER` = 0.02 s later the block's planar velocity is the
+   collision event (the definition of the lab's `post_velocity_true`) and the
+   arm pulls the striker away (it is parked far off the scene);
+2. *slide phase*, timestep `dt_slide`: only the block-ground contact is left;
+   the block slides until `MAX_TIME` after launch (the lab's cut-off), and its
+   pose then is the rest pose.
+
+The rule (initial state, touch, release, velocity in the block frame) is
+written once in JAX; the MuJoCo C engine (`simulate_strikes_c`) calls the same
+functions on numpy arrays around `mujoco.batch.Batch` rollouts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import mujoco
+import mujoco.batch
+import numpy as np
+from mujoco import mjx
+
+from . import _geometry as geo
+from . import _scenes
+from ._params import ParamSpace, strike_space
+from ._types import Array, Bool, Float
+
+RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away
+MAX_TIME = 4.0  # s after launch: the lab stops a strike here if the block still moves
+SETTLE_TIME = 0.5  # s the block settles on the ground before any strike (long enough to be at rest)
+_STRIKER_Q = slice(7, 10)  # striker qpos: slide x, slide y, yaw (0 = parked off the scene)
+_STRIKER_V = slice(6, 9)
+
+
+class StrikeEvent(eqx.Module):
+    """The outcome of one strike.
+
+    Attributes:
+        post_velocity: (vx, vy, ωz) of the block frame's origin in the block
+            frame at release, m/s and rad/s; zeros if the striker missed.
+        t_touch: first touch, s after launch.
+        t_release: t_touch + RELEASE_AFTER, s after launch: the contact window is [t_touch, t_release].
+        touched: whether the striker touched the block.
+        rest_pose: block pose (x, y, yaw) in the world at MAX_TIME, m and rad.
+    """
+
+    post_velocity: Float[Array, "3"]
+    t_touch: Float[Array, ""]
+    t_release: Float[Array, ""]
+    touched: Bool[Array, ""]
+    rest_pose: Float[Array, "3"]
+
+
+class StrikeSim(eqx.Module):
+    """The strike scene of one block shape, ready to simulate on MJX or MuJoCo C.
+
+    Build with `make_strike_sim(shape)`.  Static configuration is static; the
+    MJX model is a pytree whose array fields can be traced.
+    """
+
+    shape: str = eqx.field(static=True)
+    settings: _scenes.SolverSettings = eqx.field(static=True)
+    space: ParamSpace
+    rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    model: mjx.Model
+    block_rest: Float[Array, "7"]
+    striker_geom: int = eqx.field(static=True)
+    block_geom: int = eqx.field(static=True)
+    n_contact: int = eqx.field(static=True)
+    n_window: int = eqx.field(static=True)
+    n_slide: int = eqx.field(static=True)
+
+    def mj_model(self, touch_sensor: bool = False) -> mujoco.MjModel:
+        """A fresh MuJoCo C model of this scene (nominal parameters)."""
+        return _scenes.compile_xml(_scenes.strike_xml(self.shape, self.settings, touch_sensor=touch_sensor))
+
+
+def _settle(m: mujoco.MjModel) -> np.ndarray:
+    d = mujoco.MjData(m)
+    mujoco.mj_resetData(m, d)
+    for _ in range(int(round(SETTLE_TIME / m.opt.timestep))):
+        mujoco.mj_step(m, d)
+    return d.qpos[:7].copy()
+
+
+def make_strike_sim(shape: str, settings: _scenes.SolverSettings | None = None) -> StrikeSim:
+    """Build the strike scene of `shape` with the block settled on the ground.
+
+    Args:
+        shape: "semi-cylinder", "square" or "triangle".
+        settings: timesteps and solver settings (defaults: `SolverSettings()`).
+
+    Returns:
+        A `StrikeSim`. Its contact phase lasts long enough for the slowest
+        strike of the range (v_pre = 0.2 m/s) to touch and be released.
+    """
+    geo.check_shape(shape)
+    settings = settings or _scenes.SolverSettings()
+    m = _scenes.compile_xml(_scenes.strike_xml(shape, settings))
+    space = strike_space()
+    v_min = geo.STRIKE_RANGES["v_pre"][0]
+    n_window = int(round(RELEASE_AFTER / settings.dt_contact))
+    n_contact = int(math.ceil(geo.GAP / v_min / settings.dt_contact)) + n_window + 5
+    n_slide = int(math.ceil(MAX_TIME / settings.dt_slide))
+    return StrikeSim(
+        shape=shape,
+        settings=settings,
+        space=space,
+        rows=space.rows(m),
+        model=mjx.put_model(m),
+        block_rest=jnp.asarray(_settle(m)),
+        striker_geom=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "striker"),
+        block_geom=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "block"),
+        n_contact=n_contact,
+        n_window=n_window,
+        n_slide=n_slide,
+    )
+
+
+def yaw_of(quat: Float[Array, "4"]) -> Float[Array, ""]:
+    """Yaw (rad) of a scalar-first quaternion."""
+    w, x, y, z = quat[0], quat[1], quat[2], quat[3]
+    return jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def block_pose(qpos: Float[Array, "nq"]) -> Float[Array, "3"]:
+    """Block pose (x, y, yaw) in the world from the scene's qpos."""
+    return jnp.stack([qpos[0], qpos[1], yaw_of(qpos[3:7])])
+
+
+def block_velocity(qpos: Float[Array, "nq"], qvel: Float[Array, "nv"]) -> Float[Array, "3"]:
+    """(vx, vy, ωz) of the block frame's origin in the block frame.
+
+    MuJoCo's free joint gives the origin's linear velocity in the world frame
+    and the angular velocity in the body frame.
+    """
+    yaw = yaw_of(qpos[3:7])
+    v = geo.rot2(-yaw) @ qvel[0:2]
+    return jnp.stack([v[0], v[1], qvel[5]])
+
+
+def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
+    """qpos and qvel at launch: the settled block, the striker placed and moving as SCENE.md says."""
+    centre, s_yaw, vel = geo.striker_start(sim.shape, strike)
+    pose = block_pose(sim.block_rest)
+    rot = geo.rot2(pose[2])
+    c_world = pose[:2] + rot @ centre
+    v_world = rot @ vel
+    park = jnp.asarray(sim.model.body_pos[2, :2]) if False else jnp.array([5.0, 5.0])
+    qpos = jnp.concatenate([sim.block_rest, c_world - park, (s_yaw + pose[2])[None]])
+    qvel = jnp.concatenate([jnp.zeros(6), v_world, jnp.zeros(1)])
+    return qpos, qvel
+
+
+def parked(qpos: Float[Array, "10"], qvel: Float[Array, "9"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
+    """The state with the striker pulled away: parked off the scene, at rest."""
+    return qpos.at[_STRIKER_Q].set(0.0), qvel.at[_STRIKER_V].set(0.0)
+
+
+def _with_params(sim: StrikeSim, params: Float[Array, "3"]) -> mjx.Model:
+    return sim.space.apply(sim.model, sim.rows, params)
+
+
+def _touching(sim: StrikeSim, data: mjx.Data) -> Bool[Array, ""]:
+    contact = data._impl.contact
+    g = contact.geom
+    pair = ((g[:, 0] == sim.striker_geom) & (g[:, 1] == sim.block_geom)) | (
+        (g[:, 0] == sim.block_geom) & (g[:, 1] == sim.striker_geom)
+    )
+    return jnp.any(pair & (contact.dist < 0))
+
+
+def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]):
+    """Run the contact phase; return (release qpos, release qvel, touch step, touched)."""
+    qpos0, qvel0 = initial_state(sim, strike)
+    data = mjx.make_data(model).replace(qpos=qpos0, qvel=qvel0)
+
+    def body(carry, k):
+        data, touch_k, q_rel, v_rel = carry
+        data = mjx.step(model, data)  # data.contact: the collision pass on state k
+        touch_k = jnp.where((touch_k < 0) & _touching(sim, data), k, touch_k)
+        release = (touch_k >= 0) & (k == touch_k + sim.n_window - 1)
+        q_rel = jnp.where(release, data.qpos, q_rel)
+        v_rel = jnp.where(release, data.qvel, v_rel)
+        return (data, touch_k, q_rel, v_rel), None
+
+    init = (data, jnp.array(-1), qpos0, qvel0)
+    (data, touch_k, q_rel, v_rel), _ = jax.lax.scan(body, init, jnp.arange(sim.n_contact))
+    return q_rel, v_rel, touch_k, touch_k >= 0
+
+
+def slide_phase(sim: StrikeSim, model: mjx.Model, qpos, qvel, t_start) -> Float[Array, "10"]:
+    """Slide the block (striker parked) from time `t_start` until MAX_TIME; return the final qpos."""
+    model = model.tree_replace({"opt.timestep": jnp.asarray(sim.settings.dt_slide)})
+    qpos, qvel = parked(qpos, qvel)
+    data = mjx.make_data(model).replace(qpos=qpos, qvel=qvel, time=t_start)
+    n_steps = jnp.ceil((MAX_TIME - t_start) / sim.settings.dt_slide - 1e-9)
+
+    def body(data, k):
+        new = mjx.step(model, data)
+        return jax.tree.map(lambda a, b: jnp.where(k < n_steps, a, b), new, data), None
+
+    data, _ = jax.lax.scan(body, data, jnp.arange(sim.n_slide))
+    return data.qpos
+
+
+def simulate_strike(sim: StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"], *, to_rest: bool = True) -> StrikeEvent:
+    """Simulate one strike on MJX and return its collision event.
+
+    Args:
+        sim: the scene, from `make_strike_sim`.
+        strike: (θ, θ1, v_pre), rad, rad, m/s (SCENE.md "A strike").
+        params: (μ1, μ2, e1) in the order of `sim.space.names`.
+        to_rest: also run the slide phase for the rest pose (else rest_pose is the pose at release).
+
+    Returns:
+        A `StrikeEvent`.  Batch with `jax.vmap(simulate_strike, in_axes=(None, 0, 0))`.
+    """
+    model = _with_params(sim, params)
+    q_rel, v_rel, touch_k, touched = contact_phase(sim, model, strike)
+    dt = sim.settings.dt_contact
+    t_touch = touch_k * dt
+    t_release = (touch_k + sim.n_window) * dt
+    post = jnp.where(touched, block_velocity(q_rel, v_rel), 0.0)
+    q_end = slide_phase(sim, model, q_rel, v_rel, t_release) if to_rest else q_rel
+    return StrikeEvent(
+        post_velocity=post,
+        t_touch=t_touch,
+        t_release=t_release,
+        touched=touched,
+        rest_pose=block_pose(q_end),
+    )
+
+
+# --- MuJoCo C: the same rule around mujoco.batch rollouts ---------------------------------
+
+
+def simulate_strikes_c(
+    sim: StrikeSim,
+    strikes: Float[np.ndarray, "batch 3"],
+    params: Float[np.ndarray, "batch 3"],
+    *,
+    to_rest: bool = True,
+    nthread: int = 0,
+) -> StrikeEvent:
+    """Simulate a batch of strikes on MuJoCo C (`mujoco.batch`, all cores by default).
+
+    The reference and CPU engine for `simulate_strike`: the same initial state,
+    touch rule, release and phases, with MuJoCo C's solver.
+
+    Args:
+        sim: the scene.
+        strikes: (batch, 3) strikes.
+        params: (batch, 3) contact parameters.
+        to_rest: run the slide phase.
+        nthread: threads (0: all CPUs).
+
+    Returns:
+        A `StrikeEvent` of numpy arrays with a leading batch axis.
+    """
+    strikes = np.asarray(strikes, np.float64)
+    params = np.asarray(params, np.float64)
+    n = len(strikes)
+    m = sim.mj_model(touch_sensor=True)
+    batch = mujoco.batch.Batch(m, nsim=n, nthread=nthread)
+    sim.space.apply_c(batch, sim.rows, params)
+    qpos0, qvel0 = jax.vmap(lambda s: initial_state(sim, s))(jnp.asarray(strikes))
+    batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
+    batch.bind("qpos")[:] = np.asarray(qpos0)
+    batch.bind("qvel")[:] = np.asarray(qvel0)
+    batch.bind("time")[:] = 0.0
+    rec = batch.rollout(sim.n_contact, record=("qpos", "qvel", "sensordata"))
+    found = rec["sensordata"][:, :, 0] > 0  # the collision pass of state k, recorded at step k
+    touched = found.any(axis=1)
+    touch_k = np.where(touched, found.argmax(axis=1), -1)
+    rel = np.clip(touch_k + sim.n_window - 1, 0, sim.n_contact - 1)
+    q_rel = rec["qpos"][np.arange(n), rel]
+    v_rel = rec["qvel"][np.arange(n), rel]
+    dt = sim.settings.dt_contact
+    t_touch = touch_k * dt
+    t_release = (touch_k + sim.n_window) * dt
+    post = np.where(touched[:, None], np.asarray(jax.vmap(block_velocity)(q_rel, v_rel)), 0.0)
+    if to_rest:
+        q_end = _slide_c(sim, batch, q_rel, v_rel, t_release)
+    else:
+        q_end = q_rel
+    return StrikeEvent(
+        post_velocity=post,
+        t_touch=t_touch,
+        t_release=t_release,
+        touched=touched,
+        rest_pose=np.asarray(jax.vmap(block_pose)(jnp.asarray(q_end))),
+    )
+
+
+def _slide_c(sim: StrikeSim, batch: mujoco.batch.Batch, q_rel, v_rel, t_release) -> np.ndarray:
+    qp, qv = jax.vmap(parked)(jnp.asarray(q_rel), jnp.asarray(v_rel))
+    batch.expand("opt.timestep")[:] = sim.settings.dt_slide
+    batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
+    batch.bind("qpos")[:] = np.asarray(qp)
+    batch.bind("qvel")[:] = np.asarray(qv)
+    batch.bind("time")[:] = t_release
+    n_steps = np.ceil((MAX_TIME - t_release) / sim.settings.dt_slide - 1e-9).astype(int)
+    rec = batch.rollout(int(n_steps.max()), record=("qpos",))["qpos"]
+    return rec[np.arange(len(rec)), n_steps - 1]
