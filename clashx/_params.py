@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from mujoco import mjx
+from ._mjx import mjx
 
 from ._types import Array, Float, PRNGKeyArray
 
@@ -106,14 +106,18 @@ class ParamSpace(eqx.Module):
     def _row(self, mj_model: mujoco.MjModel, target: Target) -> int:
         return mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_PAIR, target.element)
 
-    def rows(self, mj_model: mujoco.MjModel) -> tuple[tuple[int, ...], ...]:
-        """Row of each target in `mj_model` (the pair's id); raises if a named pair is missing."""
+    def rows(self, mj_model: mujoco.MjModel, strict: bool = True) -> tuple[tuple[int, ...], ...]:
+        """Row of each target in `mj_model` (the pair's id).
+
+        A pair the model lacks raises, or with `strict=False` gets row -1 and is
+        skipped when writing (a model of a phase where that pair cannot touch).
+        """
         out = []
         for name, ts in zip(self.names, self.targets):
             rows = []
             for t in ts:
                 r = self._row(mj_model, t)
-                if r < 0:
+                if r < 0 and strict:
                     raise ValueError(f"parameter {name!r}: the model has no contact pair named {t.element!r}")
                 rows.append(r)
             out.append(tuple(rows))
@@ -124,6 +128,8 @@ class ParamSpace(eqx.Module):
         updates: dict[str, jax.Array] = {}
         for j, ts in enumerate(self.targets):
             for t, r in zip(ts, rows[j]):
+                if r < 0:
+                    continue
                 arr = updates.get(t.field, getattr(model, t.field))
                 updates[t.field] = arr.at[r, jnp.asarray(t.cols)].set(values[j])
         return model.tree_replace(updates)
@@ -145,6 +151,8 @@ class ParamSpace(eqx.Module):
         values = np.asarray(values, dtype=np.float64)
         for j, ts in enumerate(self.targets):
             for t, r in zip(ts, rows[j]):
+                if r < 0:
+                    continue
                 if isinstance(target, mujoco.MjModel):
                     getattr(target, t.field)[r, list(t.cols)] = values[j]
                 else:
@@ -169,15 +177,20 @@ def strike_space() -> ParamSpace:
 
 
 def cube_space() -> ParamSpace:
-    """Contact parameters of the cube toss: friction, time constant and damping ratio of the cube-table pair."""
+    """Contact parameters of the cube toss: friction, time constant and damping ratio of the cube-table contact.
+
+    The table touches the cube at its eight corners, one pair each
+    (`_scenes.CUBE_PAIRS`); every parameter is written into all eight.
+    """
+    pairs = tuple(f"cube_table{i}" for i in range(8))  # _scenes.CUBE_PAIRS (no import: _scenes is MJCF only)
     return ParamSpace(
         names=("mu", "timeconst", "dampratio"),
         low=(0.05, 0.002, 0.1),
         high=(0.6, 0.04, 2.0),
         targets=(
-            (Target("pair_friction", "cube_table", (0, 1)),),
-            (Target("pair_solref", "cube_table", (0,)),),
-            (Target("pair_solref", "cube_table", (1,)),),
+            tuple(Target("pair_friction", p, (0, 1)) for p in pairs),
+            tuple(Target("pair_solref", p, (0,)) for p in pairs),
+            tuple(Target("pair_solref", p, (1,)) for p in pairs),
         ),
         log_scale=(False, True, False),
     )

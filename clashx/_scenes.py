@@ -59,14 +59,18 @@ def prism_vertices(shape: str) -> np.ndarray:
     return np.concatenate([np.c_[ring, np.full(len(ring), -z)], np.c_[ring, np.full(len(ring), z)]])
 
 
-def strike_xml(shape: str, solver: SolverSettings = SolverSettings(), *, touch_sensor: bool = False) -> str:
+def strike_xml(
+    shape: str, solver: SolverSettings = SolverSettings(), *, touch_sensor: bool = False, striker_pair: bool = True
+) -> str:
     """MJCF of the strike scene for one block shape, nominal parameters.
 
     The block has a free joint; its body frame is SCENE.md's block frame.  The
     striker moves on two world-aligned slide joints and a yaw hinge at the
     block's half height, so gravity never acts on it and it never reaches the
     ground.  `touch_sensor` adds a contact sensor (MuJoCo C only) that reports
-    how many striker-block contacts the collision pass found.
+    how many striker-block contacts the collision pass found;
+    `striker_pair=False` leaves the striker-block pair out (the slide phase,
+    after the arm has pulled the striker away, needs no collision test for it).
     """
     geo.check_shape(shape)
     h = geo.HEIGHT / 2
@@ -83,6 +87,12 @@ def strike_xml(shape: str, solver: SolverSettings = SolverSettings(), *, touch_s
         else ""
     )
     sh = geo.STRIKER_HALF
+    pair = (
+        f'<pair name="striker_block" geom1="striker" geom2="block" condim="3" friction="0.5 0.5 0 0 0" '
+        f'solref="{STRIKER_TIMECONST} 1"/>'
+        if striker_pair
+        else ""
+    )
     return f"""<mujoco model="clashx-strike-{shape}">
   {solver.option_xml()}
   {asset}
@@ -100,7 +110,7 @@ def strike_xml(shape: str, solver: SolverSettings = SolverSettings(), *, touch_s
     </body>
   </worldbody>
   <contact>
-    <pair name="striker_block" geom1="striker" geom2="block" condim="3" friction="0.5 0.5 0 0 0" solref="{STRIKER_TIMECONST} 1"/>
+    {pair}
     <pair name="block_ground" geom1="ground" geom2="block" condim="3" friction="0.5 0.5 0 0 0"/>
   </contact>
   {sensor}
@@ -114,9 +124,42 @@ CUBE_INERTIA = 8.1e-4  # principal inertia (kg m^2), dair_pll's model
 CUBE_FRICTION = 0.15
 
 
-def cube_xml(solver: SolverSettings = SolverSettings(dt_contact=0.001, dt_slide=0.001)) -> str:
-    """MJCF of the cube-toss scene: a free cube above the table plane z = 0, nominal parameters."""
+CUBE_CORNER_RADIUS = 1e-4  # m, the corner spheres that touch the table (cube_xml)
+CUBE_PAIRS = tuple(f"cube_table{i}" for i in range(8))  # one table contact pair per corner
+
+
+def cube_xml(
+    solver: SolverSettings = SolverSettings(dt_contact=0.001, dt_slide=0.001), *, touch_sensor: bool = False
+) -> str:
+    """MJCF of the cube-toss scene: a free cube above the table plane z = 0, nominal parameters.
+
+    The cube's body frame is at its centre with axes along its edges.  The
+    table touches the cube through eight tiny spheres inside its corners, one
+    pair each (`CUBE_PAIRS`): a box meets a plane only at its corners, and
+    sphere-plane contacts are the same in MuJoCo C and MJX, whereas their
+    box-plane tests differ once a corner sinks deeper than 1 mm (MJX keeps only
+    the corners within 1 mm of the deepest one).  The box geom is for display.
+    `touch_sensor` adds a contact sensor (MuJoCo C only) that reports how many
+    cube-table contacts the collision pass found.
+    """
     c = CUBE_HALF
+    r = CUBE_CORNER_RADIUS
+    k = c - r  # corner sphere centres: each sphere touches the three faces of its corner
+    corners = "\n      ".join(
+        f'<geom name="corner{i}" type="sphere" size="{r}" pos="{sx * k} {sy * k} {sz * k}" group="3" '
+        'contype="0" conaffinity="0" mass="0"/>'
+        for i, (sx, sy, sz) in enumerate((sx, sy, sz) for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1))
+    )
+    pairs = "\n    ".join(
+        f'<pair name="{name}" geom1="table" geom2="corner{i}" condim="3" '
+        f'friction="{CUBE_FRICTION} {CUBE_FRICTION} 0 0 0" solref="0.02 1"/>'
+        for i, name in enumerate(CUBE_PAIRS)
+    )
+    sensor = (
+        '<sensor><contact name="touch" geom1="table" body2="cube" data="found" reduce="mindist" num="1"/></sensor>'
+        if touch_sensor
+        else ""
+    )
     return f"""<mujoco model="clashx-cube-toss">
   {solver.option_xml()}
   <worldbody>
@@ -124,12 +167,14 @@ def cube_xml(solver: SolverSettings = SolverSettings(dt_contact=0.001, dt_slide=
     <body name="cube" pos="0 0 0.2">
       <freejoint name="cube"/>
       <inertial pos="0 0 0" mass="{CUBE_MASS}" diaginertia="{CUBE_INERTIA} {CUBE_INERTIA} {CUBE_INERTIA}"/>
-      <geom name="cube" type="box" size="{c} {c} {c}" contype="0" conaffinity="0"/>
+      <geom name="cube" type="box" size="{c} {c} {c}" contype="0" conaffinity="0" mass="0"/>
+      {corners}
     </body>
   </worldbody>
   <contact>
-    <pair name="cube_table" geom1="table" geom2="cube" condim="3" friction="{CUBE_FRICTION} {CUBE_FRICTION} 0 0 0" solref="0.02 1"/>
+    {pairs}
   </contact>
+  {sensor}
 </mujoco>"""
 
 

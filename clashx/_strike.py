@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import mujoco
 import mujoco.batch
 import numpy as np
-from mujoco import mjx
+from ._mjx import mjx
 
 from . import _geometry as geo
 from . import _scenes
@@ -71,7 +71,9 @@ class StrikeSim(eqx.Module):
     settings: _scenes.SolverSettings = eqx.field(static=True)
     space: ParamSpace
     rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    slide_rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
     model: mjx.Model
+    slide_model: mjx.Model
     block_rest: Float[Array, "7"]
     striker_geom: int = eqx.field(static=True)
     block_geom: int = eqx.field(static=True)
@@ -80,8 +82,14 @@ class StrikeSim(eqx.Module):
     n_slide: int = eqx.field(static=True)
 
     def mj_model(self, touch_sensor: bool = False) -> mujoco.MjModel:
-        """A fresh MuJoCo C model of this scene (nominal parameters)."""
+        """A fresh MuJoCo C model of the contact phase (nominal parameters)."""
         return _scenes.compile_xml(_scenes.strike_xml(self.shape, self.settings, touch_sensor=touch_sensor))
+
+    def mj_slide_model(self) -> mujoco.MjModel:
+        """A fresh MuJoCo C model of the slide phase: no striker-block pair, timestep dt_slide."""
+        m = _scenes.compile_xml(_scenes.strike_xml(self.shape, self.settings, striker_pair=False))
+        m.opt.timestep = self.settings.dt_slide
+        return m
 
 
 def _settle(m: mujoco.MjModel) -> np.ndarray:
@@ -106,6 +114,8 @@ def make_strike_sim(shape: str, settings: _scenes.SolverSettings | None = None) 
     geo.check_shape(shape)
     settings = settings or _scenes.SolverSettings()
     m = _scenes.compile_xml(_scenes.strike_xml(shape, settings))
+    m_slide = _scenes.compile_xml(_scenes.strike_xml(shape, settings, striker_pair=False))
+    m_slide.opt.timestep = settings.dt_slide
     space = strike_space()
     v_min = geo.STRIKE_RANGES["v_pre"][0]
     n_window = int(round(RELEASE_AFTER / settings.dt_contact))
@@ -116,7 +126,9 @@ def make_strike_sim(shape: str, settings: _scenes.SolverSettings | None = None) 
         settings=settings,
         space=space,
         rows=space.rows(m),
+        slide_rows=space.rows(m_slide, strict=False),
         model=mjx.put_model(m),
+        slide_model=mjx.put_model(m_slide),
         block_rest=jnp.asarray(_settle(m)),
         striker_geom=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "striker"),
         block_geom=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "block"),
@@ -155,7 +167,7 @@ def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Arra
     rot = geo.rot2(pose[2])
     c_world = pose[:2] + rot @ centre
     v_world = rot @ vel
-    park = jnp.asarray(sim.model.body_pos[2, :2]) if False else jnp.array([5.0, 5.0])
+    park = jnp.asarray(sim.model.body_pos[2, :2])
     qpos = jnp.concatenate([sim.block_rest, c_world - park, (s_yaw + pose[2])[None]])
     qvel = jnp.concatenate([jnp.zeros(6), v_world, jnp.zeros(1)])
     return qpos, qvel
@@ -198,9 +210,9 @@ def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]):
     return q_rel, v_rel, touch_k, touch_k >= 0
 
 
-def slide_phase(sim: StrikeSim, model: mjx.Model, qpos, qvel, t_start) -> Float[Array, "10"]:
+def slide_phase(sim: StrikeSim, params: Float[Array, "3"], qpos, qvel, t_start) -> Float[Array, "10"]:
     """Slide the block (striker parked) from time `t_start` until MAX_TIME; return the final qpos."""
-    model = model.tree_replace({"opt.timestep": jnp.asarray(sim.settings.dt_slide)})
+    model = sim.space.apply(sim.slide_model, sim.slide_rows, params)
     qpos, qvel = parked(qpos, qvel)
     data = mjx.make_data(model).replace(qpos=qpos, qvel=qvel, time=t_start)
     n_steps = jnp.ceil((MAX_TIME - t_start) / sim.settings.dt_slide - 1e-9)
@@ -231,7 +243,7 @@ def simulate_strike(sim: StrikeSim, strike: Float[Array, "3"], params: Float[Arr
     t_touch = touch_k * dt
     t_release = (touch_k + sim.n_window) * dt
     post = jnp.where(touched, block_velocity(q_rel, v_rel), 0.0)
-    q_end = slide_phase(sim, model, q_rel, v_rel, t_release) if to_rest else q_rel
+    q_end = slide_phase(sim, params, q_rel, v_rel, t_release) if to_rest else q_rel
     return StrikeEvent(
         post_velocity=post,
         t_touch=t_touch,
@@ -242,6 +254,17 @@ def simulate_strike(sim: StrikeSim, strike: Float[Array, "3"], params: Float[Arr
 
 
 # --- MuJoCo C: the same rule around mujoco.batch rollouts ---------------------------------
+# The rule's functions, batched and compiled once per batch size, applied to numpy arrays.
+
+
+@eqx.filter_jit
+def _initial_states(sim: StrikeSim, strikes):
+    return jax.vmap(lambda s: initial_state(sim, s))(strikes)
+
+
+_block_velocities = jax.jit(jax.vmap(block_velocity))
+_block_poses = jax.jit(jax.vmap(block_pose))
+_parked = jax.jit(jax.vmap(parked))
 
 
 def simulate_strikes_c(
@@ -273,7 +296,7 @@ def simulate_strikes_c(
     m = sim.mj_model(touch_sensor=True)
     batch = mujoco.batch.Batch(m, nsim=n, nthread=nthread)
     sim.space.apply_c(batch, sim.rows, params)
-    qpos0, qvel0 = jax.vmap(lambda s: initial_state(sim, s))(jnp.asarray(strikes))
+    qpos0, qvel0 = _initial_states(sim, jnp.asarray(strikes))
     batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
     batch.bind("qpos")[:] = np.asarray(qpos0)
     batch.bind("qvel")[:] = np.asarray(qvel0)
@@ -288,23 +311,21 @@ def simulate_strikes_c(
     dt = sim.settings.dt_contact
     t_touch = touch_k * dt
     t_release = (touch_k + sim.n_window) * dt
-    post = np.where(touched[:, None], np.asarray(jax.vmap(block_velocity)(q_rel, v_rel)), 0.0)
-    if to_rest:
-        q_end = _slide_c(sim, batch, q_rel, v_rel, t_release)
-    else:
-        q_end = q_rel
+    post = np.where(touched[:, None], np.asarray(_block_velocities(q_rel, v_rel)), 0.0)
+    q_end = _slide_c(sim, params, q_rel, v_rel, t_release, nthread) if to_rest else q_rel
     return StrikeEvent(
         post_velocity=post,
         t_touch=t_touch,
         t_release=t_release,
         touched=touched,
-        rest_pose=np.asarray(jax.vmap(block_pose)(jnp.asarray(q_end))),
+        rest_pose=np.asarray(_block_poses(jnp.asarray(q_end))),
     )
 
 
-def _slide_c(sim: StrikeSim, batch: mujoco.batch.Batch, q_rel, v_rel, t_release) -> np.ndarray:
-    qp, qv = jax.vmap(parked)(jnp.asarray(q_rel), jnp.asarray(v_rel))
-    batch.expand("opt.timestep")[:] = sim.settings.dt_slide
+def _slide_c(sim: StrikeSim, params, q_rel, v_rel, t_release, nthread: int) -> np.ndarray:
+    qp, qv = _parked(jnp.asarray(q_rel), jnp.asarray(v_rel))
+    batch = mujoco.batch.Batch(sim.mj_slide_model(), nsim=len(q_rel), nthread=nthread)
+    sim.space.apply_c(batch, sim.slide_rows, params)
     batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
     batch.bind("qpos")[:] = np.asarray(qp)
     batch.bind("qvel")[:] = np.asarray(qv)

@@ -1,0 +1,210 @@
+"""Collision data generation: sampled strikes (or tosses) simulated in chunks that survive a kill.
+
+`generate(config)` samples inputs and contact parameters over the prior,
+simulates them chunk by chunk (MJX or MuJoCo C), and writes one event file
+(`clashx._events` format).  While it runs, finished chunks live in
+`OUT.parts/` beside a `manifest.json`; a rerun with the same flags skips them,
+a rerun with other flags is refused, and the final file is written atomically
+once every chunk is there.  Chunk `i` draws its inputs from
+`fold_in(PRNGKey(seed), i)`, so the data depend only on the seed and the chunk
+size, never on where a run was interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import shutil
+from collections.abc import Callable
+from importlib import metadata
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _events
+from . import _geometry as geo
+from . import _strike
+
+SCENES = ("strike", "cube-toss")
+ENGINES = ("mjx", "c")
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateConfig:
+    """What to generate.
+
+    Attributes:
+        scene: "strike" or "cube-toss".
+        shape: block shape for the strike scene ("" for the cube).
+        n: number of events.
+        seed: PRNG seed; same seed and chunk size, same data.
+        out: output event file (.npz).
+        chunk_size: events simulated and saved together.
+        engine: "mjx" (jit + vmap; GPU if present) or "c" (MuJoCo C on all cores).
+        to_rest: also simulate the slide to rest (strike scene).
+    """
+
+    scene: str
+    out: str
+    n: int
+    seed: int = 0
+    shape: str = ""
+    chunk_size: int = 1024
+    engine: str = "mjx"
+    to_rest: bool = True
+
+    def __post_init__(self):
+        if self.scene not in SCENES:
+            raise ValueError(f"--scene {self.scene!r}: expected one of {', '.join(SCENES)}")
+        if self.scene == "strike":
+            geo.check_shape(self.shape)
+        if self.engine not in ENGINES:
+            raise ValueError(f"--engine {self.engine!r}: expected one of {', '.join(ENGINES)}")
+        if self.n < 1:
+            raise ValueError(f"--n {self.n}: need at least one event")
+        if self.chunk_size < 1:
+            raise ValueError(f"--chunk-size {self.chunk_size}: must be positive")
+        if not str(self.out).endswith(".npz"):
+            raise ValueError(f"--out {self.out!r}: event files end in .npz")
+
+
+def versions() -> dict[str, str]:
+    """Versions of the libraries that determine the data."""
+    out = {}
+    for pkg in ("clashx", "jax", "jaxlib", "mujoco", "mujoco-mjx", "numpy"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def sample_strikes(n: int, *, key) -> jax.Array:
+    """`n` strikes (θ, θ1, v_pre) uniform over SCENE.md's ranges, (n, 3)."""
+    lo = jnp.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
+    hi = jnp.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+    return lo + jax.random.uniform(key, (n, 3)) * (hi - lo)
+
+
+class _StrikeJob:
+    """Sampling and simulation of strike chunks, compiled once per run."""
+
+    def __init__(self, config: GenerateConfig):
+        self.config = config
+        self.sim = _strike.make_strike_sim(config.shape)
+        self._mjx = None
+
+    def meta(self) -> dict:
+        return {
+            "strike_ranges": {k: list(v) for k, v in geo.STRIKE_RANGES.items()},
+            "param_space": self.sim.space.describe(),
+            "solver": dataclasses.asdict(self.sim.settings),
+            "release_after_s": _strike.RELEASE_AFTER,
+            "max_time_s": _strike.MAX_TIME,
+        }
+
+    def inputs(self, key, n):
+        k_strike, k_params = jax.random.split(key)
+        return np.asarray(sample_strikes(n, key=k_strike)), np.asarray(self.sim.space.sample(n, key=k_params))
+
+    def simulate(self, strikes, params) -> dict:
+        cfg = self.config
+        if cfg.engine == "c":
+            ev = _strike.simulate_strikes_c(self.sim, strikes, params, to_rest=cfg.to_rest)
+        else:
+            if self._mjx is None:
+                fn = jax.vmap(lambda s, p: _strike.simulate_strike(self.sim, s, p, to_rest=cfg.to_rest))
+                self._mjx = jax.jit(fn)
+            n = len(strikes)
+            pad = cfg.chunk_size - n  # a short last chunk is padded: one compiled shape
+            s = np.concatenate([strikes, np.repeat(strikes[-1:], pad, 0)])
+            p = np.concatenate([params, np.repeat(params[-1:], pad, 0)])
+            ev = jax.tree.map(lambda a: np.asarray(a)[:n], self._mjx(jnp.asarray(s), jnp.asarray(p)))
+        touched = np.asarray(ev.touched)
+        nan_if_missed = lambda a: np.where(touched.reshape(-1, *[1] * (np.ndim(a) - 1)), a, np.nan)  # noqa: E731
+        start = np.broadcast_to(np.asarray(_strike.block_pose(self.sim.block_rest)), (len(strikes), 3))
+        return {
+            "scene": "strike",
+            "shape": cfg.shape,
+            "source": cfg.engine if cfg.engine == "mjx" else "mujoco-c",
+            "strike": strikes,
+            "params": params,
+            "post_velocity": nan_if_missed(np.asarray(ev.post_velocity)),
+            "t_touch": nan_if_missed(np.asarray(ev.t_touch, np.float64)),
+            "t_release": nan_if_missed(np.asarray(ev.t_release, np.float64)),
+            "touched": touched,
+            "start_pose": start,
+            "rest_pose": np.asarray(ev.rest_pose),
+        }
+
+
+def _job(config: GenerateConfig):
+    if config.scene == "strike":
+        return _StrikeJob(config)
+    from ._toss import CubeTossJob  # the cube-toss scene's sampler and simulator
+
+    return CubeTossJob(config)
+
+
+def _manifest(config: GenerateConfig, job) -> dict:
+    return {
+        "config": dataclasses.asdict(config) | {"out": os.path.basename(config.out)},
+        "versions": versions(),
+        **job.meta(),
+    }
+
+
+def generate(config: GenerateConfig, *, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Generate `config.n` events into `config.out`, resuming a killed run.
+
+    Args:
+        config: what to generate.
+        progress: called as `progress(done_events, total_events)` after each chunk.
+
+    Returns:
+        The manifest (config, versions, ranges, solver settings) also stored in the file's `meta`.
+
+    Raises:
+        ValueError: if `OUT.parts/` holds chunks of a run with other settings.
+    """
+    job = _job(config)
+    manifest = _manifest(config, job)
+    parts = config.out + ".parts"
+    man_path = os.path.join(parts, "manifest.json")
+    if os.path.isdir(parts) and os.path.exists(man_path):
+        with open(man_path) as f:
+            old = json.load(f)
+        if old["config"] != manifest["config"]:
+            raise ValueError(
+                f"{parts} holds chunks of an interrupted run with other settings ({old['config']}); "
+                f"rerun with those flags to resume, or delete {parts} to start over"
+            )
+    else:
+        os.makedirs(parts, exist_ok=True)
+        tmp = man_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(manifest, f, indent=1)
+        os.replace(tmp, man_path)
+    n_chunks = -(-config.n // config.chunk_size)
+    root = jax.random.PRNGKey(config.seed)
+    for i in range(n_chunks):
+        path = os.path.join(parts, f"chunk-{i:05d}.npz")
+        size = min(config.chunk_size, config.n - i * config.chunk_size)
+        if not os.path.exists(path):
+            inputs = job.inputs(jax.random.fold_in(root, i), size)
+            events = job.simulate(*inputs)
+            events["meta"] = json.dumps({"chunk": i})
+            _events.save_events(path, events)
+        if progress is not None:
+            progress(min((i + 1) * config.chunk_size, config.n), config.n)
+    chunks = [dict(np.load(p, allow_pickle=False)) for p in sorted(glob.glob(os.path.join(parts, "chunk-*.npz")))]
+    if len(chunks) != n_chunks:
+        raise RuntimeError(f"{parts}: expected {n_chunks} chunks, found {len(chunks)}; delete the folder and rerun")
+    events = _events.concat(chunks)
+    events["meta"] = json.dumps(manifest)
+    _events.save_events(config.out, events)
+    shutil.rmtree(parts)
+    return manifest
