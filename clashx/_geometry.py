@@ -120,8 +120,10 @@ def impact_geometry(shape: str, theta: ScalarLike) -> tuple[Float[Array, "2"], F
     safe = jnp.where(jnp.abs(det) < 1e-12, 1.0, det)
     t = (-a[:, 0] * edge[:, 1] + a[:, 1] * edge[:, 0]) / safe
     s = (ray[0] * a[:, 1] - ray[1] * a[:, 0]) / safe
-    hit = (jnp.abs(det) >= 1e-12) & (t > 0) & (s >= -1e-9) & (s <= 1 + 1e-9)
-    # At a vertex two edges hit; take the first, as the lab does.
+    # At a vertex two edges hit; take the first, as the lab does (its tolerance is 1e-9 in
+    # float64; in float32 the rounding of s alone is ~1e-7, so the tolerance follows the dtype).
+    tol = max(1e-9, 16 * float(jnp.finfo(s.dtype).eps))
+    hit = (jnp.abs(det) >= 1e-12) & (t > 0) & (s >= -tol) & (s <= 1 + tol)
     i = jnp.argmax(hit)
     normal = jnp.stack([edge[i, 1], -edge[i, 0]]) / jnp.linalg.norm(edge[i])
     return t[i] * ray, normal

@@ -80,7 +80,7 @@ class ParamSpace(eqx.Module):
             if bad.any():
                 i = int(np.argmax(bad))
                 raise ValueError(
-                    f"{what}: row {i}: {name}={col[i]!r} is outside the prior range [{self.low[j]}, {self.high[j]}]"
+                    f"{what}: row {i}: {name}={float(col[i])!r} is outside the prior range [{self.low[j]}, {self.high[j]}]"
                 )
         return values
 

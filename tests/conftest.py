@@ -1,0 +1,55 @@
+"""Shared fixtures: scenes and compiled functions are built once per test session (MJX compiles are slow)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import jax
+import pytest
+
+import clashx
+from clashx import _strike
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(scope="session")
+def strike_sims():
+    """One StrikeSim per shape, built lazily."""
+    cache: dict[str, _strike.StrikeSim] = {}
+
+    def get(shape: str) -> _strike.StrikeSim:
+        if shape not in cache:
+            cache[shape] = clashx.make_strike_sim(shape)
+        return cache[shape]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def mjx_strike_fn():
+    """jit(vmap(simulate_strike)) per (shape, to_rest), compiled once for the session."""
+    cache = {}
+
+    def get(sim: _strike.StrikeSim, to_rest: bool = True):
+        key = (sim.shape, to_rest)
+        if key not in cache:
+            cache[key] = jax.jit(jax.vmap(lambda s, p: _strike.simulate_strike(sim, s, p, to_rest=to_rest)))
+        return cache[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def strike_lab_module():
+    """The lab's strike_lab.py as a module (a reference for SCENE.md's geometry); skipped without ../shared."""
+    path = SHARED / "lab" / "strike_lab.py"
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    spec = importlib.util.spec_from_file_location("strike_lab", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["strike_lab"] = mod  # its dataclasses look themselves up there
+    spec.loader.exec_module(mod)
+    return mod
