@@ -16,3 +16,14 @@ from ._strike import simulate_strike as simulate_strike
 from ._strike import simulate_strikes_c as simulate_strikes_c
 
 __version__ = "0.1.0"
+from ._data import data_path as data_path
+from ._generate import GenerateConfig as GenerateConfig
+from ._generate import generate as generate
+from ._ingest_cube import ingest_cube_tosses as ingest_cube_tosses
+from ._metrics import alpha_accuracy as alpha_accuracy
+from ._metrics import relative_error as relative_error
+from ._toss import TossEvent as TossEvent
+from ._toss import TossSim as TossSim
+from ._toss import make_toss_sim as make_toss_sim
+from ._toss import simulate_toss as simulate_toss
+from ._toss import simulate_tosses_c as simulate_tosses_c

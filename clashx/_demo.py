@@ -65,5 +65,7 @@ def run_demo(n: int = 64, seed: int = 0) -> int:
             f"{shape:<14}{r['mjx_compile_s']:>11.1f}s{r['mjx_ms_per_strike']:>15.2f}{r['c_ms_per_strike']:>13.2f}"
             f"{r['agree_alpha_0.1']:>13.2f}{r['median_rel_err']:>12.3f}{r['rest_pos_diff_mm']:>11.2f}"
         )
-    print("\nagree α=0.1: fraction of strikes whose MJX post-impact velocity is within 10 % of MuJoCo C's (clashx.metrics)")
+    print(
+        "\nagree α=0.1: fraction of strikes whose MJX post-impact velocity is within 10 % of MuJoCo C's (clashx.metrics)"
+    )
     return 0

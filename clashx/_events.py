@@ -97,7 +97,11 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
         if n is None:
             n = arr.shape[0] if arr.ndim else -1
         if arr.shape != (n, *tail):
-            raise EventFileError(f"{where}: {key!r} has shape {arr.shape}; expected ({n}, {', '.join(map(str, tail))})".replace(", )", ")"))
+            raise EventFileError(
+                f"{where}: {key!r} has shape {arr.shape}; expected ({n}, {', '.join(map(str, tail))})".replace(
+                    ", )", ")"
+                )
+            )
         if kind == "f":
             arr = arr.astype(np.float64)
             bad = ~np.isfinite(arr) if key not in NAN_ALLOWED[scene] else np.isinf(arr)

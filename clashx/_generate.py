@@ -24,9 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _events
+from . import _events, _strike
 from . import _geometry as geo
-from . import _strike
 
 SCENES = ("strike", "cube-toss")
 ENGINES = ("mjx", "c")
@@ -204,6 +203,8 @@ def generate(config: GenerateConfig, *, progress: Callable[[int, int], None] | N
     if len(chunks) != n_chunks:
         raise RuntimeError(f"{parts}: expected {n_chunks} chunks, found {len(chunks)}; delete the folder and rerun")
     events = _events.concat(chunks)
+    if "toss_id" in events:  # chunks number their tosses from 0: number the file's
+        events["toss_id"] = np.arange(config.n)
     events["meta"] = json.dumps(manifest)
     _events.save_events(config.out, events)
     shutil.rmtree(parts)

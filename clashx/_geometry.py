@@ -135,7 +135,9 @@ def strike_direction(shape: str, theta: ScalarLike, theta1: ScalarLike) -> Float
     return -(rot2(theta1) @ normal)
 
 
-def striker_start(shape: str, strike: Float[Array, "3"]) -> tuple[Float[Array, "2"], Float[Array, ""], Float[Array, "2"]]:
+def striker_start(
+    shape: str, strike: Float[Array, "3"]
+) -> tuple[Float[Array, "2"], Float[Array, ""], Float[Array, "2"]]:
     """Launch pose and velocity of the striker for one strike, in the block frame.
 
     Args:

@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from ._mjx import mjx
 
+from ._mjx import mjx
 from ._types import Array, Float, PRNGKeyArray
 
 

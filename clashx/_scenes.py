@@ -76,11 +76,15 @@ def strike_xml(
     h = geo.HEIGHT / 2
     if shape == "square":
         s = geo.SQUARE_SIDE / 2
-        block_geom = f'<geom name="block" type="box" size="{s} {s} {h}" mass="{geo.BLOCK_MASS}" contype="0" conaffinity="0"/>'
+        block_geom = (
+            f'<geom name="block" type="box" size="{s} {s} {h}" mass="{geo.BLOCK_MASS}" contype="0" conaffinity="0"/>'
+        )
         asset = ""
     else:
         asset = f'<asset><mesh name="block" vertex="{_fmt(prism_vertices(shape))}"/></asset>'
-        block_geom = f'<geom name="block" type="mesh" mesh="block" mass="{geo.BLOCK_MASS}" contype="0" conaffinity="0"/>'
+        block_geom = (
+            f'<geom name="block" type="mesh" mesh="block" mass="{geo.BLOCK_MASS}" contype="0" conaffinity="0"/>'
+        )
     sensor = (
         '<sensor><contact name="touch" geom1="striker" geom2="block" data="found" reduce="mindist" num="1"/></sensor>'
         if touch_sensor

@@ -27,10 +27,10 @@ import jax.numpy as jnp
 import mujoco
 import mujoco.batch
 import numpy as np
-from ._mjx import mjx
 
 from . import _geometry as geo
 from . import _scenes
+from ._mjx import mjx
 from ._params import ParamSpace, strike_space
 from ._types import Array, Bool, Float
 
@@ -225,7 +225,9 @@ def slide_phase(sim: StrikeSim, params: Float[Array, "3"], qpos, qvel, t_start) 
     return data.qpos
 
 
-def simulate_strike(sim: StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"], *, to_rest: bool = True) -> StrikeEvent:
+def simulate_strike(
+    sim: StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"], *, to_rest: bool = True
+) -> StrikeEvent:
     """Simulate one strike on MJX and return its collision event.
 
     Args:

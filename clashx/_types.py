@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Union
-
 import jax
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-ScalarLike = Union[float, jax.Array, np.ndarray]
+ScalarLike = float | jax.Array | np.ndarray
 
 __all__ = ["Array", "Bool", "Float", "Int", "PRNGKeyArray", "ScalarLike"]
