@@ -68,6 +68,17 @@ class ParamSpace(eqx.Module):
             "targets": [[[t.field, t.element, list(t.cols)] for t in ts] for ts in self.targets],
         }
 
+    @classmethod
+    def from_description(cls, d: dict) -> ParamSpace:
+        """Rebuild a space from `describe()`'s output (as stored in files)."""
+        return cls(
+            names=tuple(d["names"]),
+            low=tuple(float(v) for v in d["low"]),
+            high=tuple(float(v) for v in d["high"]),
+            targets=tuple(tuple(Target(f, e, tuple(c)) for f, e, c in ts) for ts in d["targets"]),
+            log_scale=tuple(bool(v) for v in d["log_scale"]),
+        )
+
     def check(self, values: np.ndarray, what: str = "parameters") -> np.ndarray:
         """Validate user-given values (..., p) against the prior box; raise naming the bad entry."""
         values = np.asarray(values, dtype=np.float64)
