@@ -61,6 +61,78 @@ def _cmd_ingest(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_pretrain(a: argparse.Namespace) -> int:
+    from ._pretrain import PretrainConfig, pretrain
+    from ._workflow import write_json
+
+    config = PretrainConfig(
+        data=a.data, out=a.out, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
+        width=a.width, depth=a.depth, val_fraction=a.val_fraction, seed=a.seed,
+    )  # fmt: skip
+    from tqdm import tqdm
+
+    bar = tqdm(total=config.epochs, desc="pretrain", unit="epoch", dynamic_ncols=True)
+
+    def progress(done, total, m):
+        bar.n = done
+        bar.set_postfix(loss=f"{m['train_loss']:.4f}", val_acc=f"{m['val_alpha_0.1']:.3f}")
+        bar.refresh()
+
+    result = pretrain(config, progress=progress)
+    bar.close()
+    v = result["validation"]
+    print(
+        f"validation ({v['n']} simulated events): α=0.1 accuracy {v['alpha_0.1']:.3f}, median relative error {v['median_rel_err']:.4f}"
+    )
+    print(f"model -> {a.out}")
+    if a.json:
+        write_json(a.json, result)
+    return 0
+
+
+def _cmd_identify(a: argparse.Namespace) -> int:
+    from ._workflow import run_identify
+
+    r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
+    for name in r["params"]:
+        print(f"{name:>8} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
+    print(f"fit loss {r['loss']:.5f} on {len(r['rows'])} events, {r['time_s']:.2f} s -> {a.out}")
+    return 0
+
+
+def _cmd_finetune(a: argparse.Namespace) -> int:
+    from ._finetune import FinetuneConfig
+    from ._workflow import run_finetune
+
+    config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull)
+    r = run_finetune(a.model, a.real, a.select, a.params, a.out, seed=a.seed, config=config)
+    print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
+    return 0
+
+
+def _cmd_evaluate(a: argparse.Namespace) -> int:
+    from ._workflow import run_evaluate, write_json
+
+    plot = a.plot or (os.path.splitext(a.json)[0] + ".png" if a.json else None)
+    r = run_evaluate(a.model, a.real, a.alpha, params_path=a.params, select=a.select, plot=plot)
+    print(
+        f"α={a.alpha}: accuracy {r['alpha_accuracy']:.3f} on {r['n_events']} events (median relative error {r['median_rel_err']:.3f})"
+    )
+    if plot:
+        print(f"α-curve -> {plot}")
+    if a.json:
+        write_json(a.json, r)
+    return 0
+
+
+def _cmd_predict(a: argparse.Namespace) -> int:
+    from ._workflow import run_predict
+
+    n = run_predict(a.model, a.params, a.events, a.out)
+    print(f"{n} predictions -> {a.out}")
+    return 0
+
+
 def _cmd_demo(a: argparse.Namespace) -> int:
     from ._demo import run_demo
 
@@ -93,6 +165,58 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--input", required=True, help="recording file (.npz)")
     i.add_argument("--out", required=True, help="output event file (.npz)")
     i.set_defaults(func=_cmd_ingest)
+
+    p = sub.add_parser("pretrain", help="train the surrogate on generated collisions")
+    p.add_argument("--data", required=True, help="event file from `clashx generate --scene strike`")
+    p.add_argument("--out", required=True, help="run folder (resumes a killed run with the same flags)")
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--width", type=int, default=256)
+    p.add_argument("--depth", type=int, default=4)
+    p.add_argument("--val-fraction", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="write the validation metrics here")
+    p.set_defaults(func=_cmd_pretrain)
+
+    q = sub.add_parser("identify", help="contact parameters from real events through the frozen surrogate")
+    q.add_argument("--model", required=True, help="run folder of a pretrained surrogate")
+    q.add_argument("--real", required=True, help="event file (e.g. from `clashx ingest`)")
+    q.add_argument("--select", default="0:10", help="rows to fit on: 0:10 or 0,4,9 (default 0:10)")
+    q.add_argument("--out", required=True, help="PARAMS.json to write")
+    q.add_argument("--starts", type=int, default=64, help="starting points optimised together")
+    q.add_argument("--seed", type=int, default=0)
+    q.set_defaults(func=_cmd_identify)
+
+    f = sub.add_parser("finetune", help="fine-tune the surrogate on real events, early-stopped by cross-validation")
+    f.add_argument("--model", required=True)
+    f.add_argument("--real", required=True)
+    f.add_argument("--select", default="0:10")
+    f.add_argument("--params", required=True, help="PARAMS.json from `clashx identify`")
+    f.add_argument("--out", required=True, help="run folder of the fine-tuned surrogate")
+    f.add_argument("--lr", type=float, default=3e-4)
+    f.add_argument("--max-steps", type=int, default=200)
+    f.add_argument("--folds", type=int, default=5)
+    f.add_argument("--pull", type=float, default=1e-3, help="weight of the L2 pull toward the pretrained weights")
+    f.add_argument("--seed", type=int, default=0)
+    f.set_defaults(func=_cmd_finetune)
+
+    e = sub.add_parser("evaluate", help="α-accuracy of a surrogate on events, with the α-curve as a PNG")
+    e.add_argument("--model", required=True)
+    e.add_argument("--real", required=True)
+    e.add_argument("--params", help="PARAMS.json (default: the parameters a fine-tuned run was trained with)")
+    e.add_argument("--select", help="rows to score (default: all)")
+    e.add_argument("--alpha", type=float, default=0.1)
+    e.add_argument("--json", help="write the result here (and the α-curve beside it as .png)")
+    e.add_argument("--plot", help="α-curve PNG path")
+    e.set_defaults(func=_cmd_evaluate)
+
+    r = sub.add_parser("predict", help="per-event predictions of a surrogate (row order of EVENTS)")
+    r.add_argument("--model", required=True)
+    r.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own)")
+    r.add_argument("--events", required=True)
+    r.add_argument("--out", required=True, help="PRED.npz: post_velocity (n, 3), strike, params")
+    r.set_defaults(func=_cmd_predict)
 
     d = sub.add_parser("demo", help="the main job end to end, at a size for a laptop")
     d.add_argument("--n", type=int, default=64, help="events per shape")

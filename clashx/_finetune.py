@@ -106,7 +106,7 @@ def finetune(
     params: Float[Array, "p"],
     *,
     key: PRNGKeyArray,
-    config: FinetuneConfig = FinetuneConfig(),
+    config: FinetuneConfig | None = None,
 ) -> tuple[Surrogate, dict]:
     """Fine-tune `model` on real events at fixed `params`, early-stopped by cross-validation.
 
@@ -122,6 +122,7 @@ def finetune(
         the mean held-out loss curve, the pretrained model's held-out loss and
         why it stopped.
     """
+    config = config or FinetuneConfig()
     strikes = jnp.asarray(strikes, jnp.float32)
     velocities = jnp.asarray(velocities, jnp.float32)
     params = jnp.asarray(params, jnp.float32)

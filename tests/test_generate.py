@@ -62,7 +62,9 @@ def test_resume_after_a_kill_neither_loses_nor_redoes_chunks(tmp_path, monkeypat
     assert not os.path.exists(cfg.out)  # nothing half-written
     assert sorted(os.listdir(cfg.out + ".parts")) == ["chunk-00000.npz", "manifest.json"]
     calls.clear()
-    monkeypatch.setattr(_generate._StrikeJob, "simulate", lambda self, s, p: (calls.append(len(s)), real(self, s, p))[1])
+    monkeypatch.setattr(
+        _generate._StrikeJob, "simulate", lambda self, s, p: (calls.append(len(s)), real(self, s, p))[1]
+    )
     _generate.generate(cfg)
     assert calls == [4, 2]  # chunk 0 was not redone; chunks 1 and 2 were made
     whole, resumed = _arrays(tmp_path / "whole.npz"), _arrays(tmp_path / "resumed.npz")

@@ -20,7 +20,12 @@ NORMAL_TOL = 1e-6
         ("square", math.pi / 6, (0.05, 0.05 * math.tan(math.pi / 6)), (1.0, 0.0)),
         ("square", 5 * math.pi / 6, (-0.05, 0.05 * math.tan(math.pi / 6)), (-1.0, 0.0)),
         # the triangle's edge between its 330° and 90° vertices faces 30°, at the inradius side/(2√3)
-        ("triangle", math.pi / 6, (0.12 / (2 * math.sqrt(3)) * math.cos(math.pi / 6), 0.12 / (2 * math.sqrt(3)) * 0.5), (math.cos(math.pi / 6), 0.5)),
+        (
+            "triangle",
+            math.pi / 6,
+            (0.12 / (2 * math.sqrt(3)) * math.cos(math.pi / 6), 0.12 / (2 * math.sqrt(3)) * 0.5),
+            (math.cos(math.pi / 6), 0.5),
+        ),
         ("semi-cylinder", 1.0, (0.06 * math.cos(1.0), 0.06 * math.sin(1.0)), (math.cos(1.0), math.sin(1.0))),
     ],
 )
@@ -65,7 +70,9 @@ def test_outline_is_convex_and_counter_clockwise():
         ring = geo.outline(shape)
         nxt = np.roll(ring, -1, 0)
         nxt2 = np.roll(ring, -2, 0)
-        cross = (nxt[:, 0] - ring[:, 0]) * (nxt2[:, 1] - nxt[:, 1]) - (nxt[:, 1] - ring[:, 1]) * (nxt2[:, 0] - nxt[:, 0])
+        cross = (nxt[:, 0] - ring[:, 0]) * (nxt2[:, 1] - nxt[:, 1]) - (nxt[:, 1] - ring[:, 1]) * (
+            nxt2[:, 0] - nxt[:, 0]
+        )
         assert (cross > -1e-12).all(), shape
 
 

@@ -36,7 +36,9 @@ def test_mjx_matches_mujoco_c(shape, strike_sims, mjx_strike_fn):
     assert np.asarray(ev_mjx.touched).all() and ev_c.touched.all()
     dt = sim.settings.dt_contact
     assert np.abs(np.asarray(ev_mjx.t_touch) - ev_c.t_touch).max() <= TOUCH_STEP_TOL * dt + 1e-9
-    err = np.asarray(_metrics.relative_error(ev_mjx.post_velocity, ev_c.post_velocity, geo.characteristic_length(shape)))
+    err = np.asarray(
+        _metrics.relative_error(ev_mjx.post_velocity, ev_c.post_velocity, geo.characteristic_length(shape))
+    )
     assert np.median(err) <= MJX_C_MEDIAN_TOL[shape], err
     assert np.mean(err <= 0.1) >= MJX_C_ALPHA_MIN[shape], err
     rest = np.linalg.norm(np.asarray(ev_mjx.rest_pose)[:, :2] - ev_c.rest_pose[:, :2], axis=1)
@@ -78,7 +80,9 @@ def test_mirror_symmetry(shape, strike_sims, mjx_strike_fn):
     sim = strike_sims(shape)
     strikes, params = _inputs(sim, N_STRIKES // 2, seed=3)
     mirrored = strikes * np.array([-1.0, -1.0, 1.0]) + np.array([np.pi, 0.0, 0.0])
-    both = mjx_strike_fn(sim)(jnp.asarray(np.concatenate([strikes, mirrored])), jnp.asarray(np.concatenate([params, params])))
+    both = mjx_strike_fn(sim)(
+        jnp.asarray(np.concatenate([strikes, mirrored])), jnp.asarray(np.concatenate([params, params]))
+    )
     v = np.asarray(both.post_velocity)
     a, b = v[: len(strikes)], v[len(strikes) :] * np.array([-1.0, 1.0, -1.0])
     err = np.asarray(_metrics.relative_error(b, a, geo.characteristic_length(shape)))

@@ -1,0 +1,218 @@
+"""File-level steps behind the CLI: identify, fine-tune, evaluate and predict from event files.
+
+Each function takes paths and plain values, reads and validates the inputs
+(errors name the file, row and fix), calls the functional core, and writes
+its outputs atomically.  Printing stays in the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _geometry as geo
+from . import _metrics
+from ._events import atomic_savez, load_events, n_events
+from ._finetune import FinetuneConfig, finetune
+from ._identify import identify
+from ._surrogate import Surrogate, load_surrogate, predict, save_surrogate
+
+
+def parse_select(text: str, n: int, where: str) -> np.ndarray:
+    """Rows named by `text`: "a:b" (a slice, Python style), "a:b:s", or "i,j,k"; checked against n rows."""
+    try:
+        if ":" in text:
+            parts = [int(p) if p.strip() else None for p in text.split(":")]
+            rows = np.arange(n)[slice(*parts)]
+        else:
+            rows = np.array([int(p) for p in text.split(",")], dtype=np.int64)
+    except ValueError:
+        raise ValueError(f"--select {text!r}: expected a slice like 0:10 or a list like 0,3,7") from None
+    if len(rows) == 0:
+        raise ValueError(f"--select {text!r} names no rows of {where} ({n} events)")
+    bad = rows[(rows < 0) | (rows >= n)]
+    if len(bad):
+        raise ValueError(f"--select {text!r}: row {int(bad[0])} is outside {where}, which has {n} events")
+    return rows
+
+
+def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Strikes, observed velocities and row numbers of the selected touched events of a strike event file."""
+    ev = load_events(path, scene="strike")
+    if str(ev["shape"]) != shape:
+        raise ValueError(f"{path}: events of the {str(ev['shape'])!r} block; the model is for {shape!r}")
+    rows = parse_select(select, n_events(ev), path) if select else np.arange(n_events(ev))
+    missed = rows[~ev["touched"][rows] | ~np.isfinite(ev["post_velocity"][rows]).all(1)]
+    if len(missed):
+        raise ValueError(
+            f"{path}: row {int(missed[0])} has no post-impact velocity (the striker missed); leave it out of --select"
+        )
+    return ev["strike"][rows], ev["post_velocity"][rows], rows
+
+
+def write_json(path: str, obj: dict) -> None:
+    """Write JSON atomically."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
+def read_params(path: str, model: Surrogate) -> np.ndarray:
+    """Parameters from a PARAMS.json (written by `clashx identify`), in the model's order, checked against its prior."""
+    try:
+        with open(path) as f:
+            raw = json.load(f)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such parameter file (write one with `clashx identify`)") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    values = raw.get("params", raw)
+    missing = [n for n in model.space.names if n not in values]
+    if missing:
+        raise ValueError(f"{path}: missing parameter(s) {missing}; expected {list(model.space.names)}")
+    p = np.array([float(values[n]) for n in model.space.names])
+    return model.space.check(p, what=path)
+
+
+def run_identify(model_dir: str, real: str, select: str, out: str, *, seed: int = 0, n_starts: int = 64) -> dict:
+    """`clashx identify`: fit the parameters on the selected events, write PARAMS.json; returns its content."""
+    model = load_surrogate(model_dir)
+    strikes, vel, rows = load_real(real, select, model.shape)
+    t0 = time.perf_counter()
+    res = jax.block_until_ready(identify(model, strikes, vel, key=jax.random.PRNGKey(seed), n_starts=n_starts))
+    elapsed = time.perf_counter() - t0
+    names = model.space.names
+    out_obj = {
+        "shape": model.shape,
+        "params": dict(zip(names, np.asarray(res.params, float).tolist(), strict=True)),
+        "std": dict(zip(names, np.asarray(res.std, float).tolist(), strict=True)),
+        "loss": float(res.loss),
+        "events": os.path.abspath(real),
+        "rows": rows.tolist(),
+        "model": os.path.abspath(model_dir),
+        "seed": seed,
+        "n_starts": n_starts,
+        "time_s": elapsed,
+    }
+    write_json(out, out_obj)
+    return out_obj
+
+
+def run_finetune(
+    model_dir: str,
+    real: str,
+    select: str,
+    params_path: str,
+    out: str,
+    *,
+    seed: int = 0,
+    config: FinetuneConfig | None = None,
+) -> dict:
+    """`clashx finetune`: fine-tune on the selected events at the given parameters, write the run RUN2."""
+    model = load_surrogate(model_dir)
+    params = read_params(params_path, model)
+    strikes, vel, rows = load_real(real, select, model.shape)
+    t0 = time.perf_counter()
+    config = config or FinetuneConfig()
+    config = config or FinetuneConfig()
+    tuned, report = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
+    report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": rows.tolist()}
+    save_surrogate(
+        out, tuned,
+        extra={"finetune": report, "base_model": os.path.abspath(model_dir),
+               "params": dict(zip(model.space.names, params.tolist(), strict=True))},
+    )  # fmt: skip
+    return report
+
+
+def _params_for(model_dir: str, model: Surrogate, params_path: str | None) -> np.ndarray:
+    if params_path:
+        return read_params(params_path, model)
+    with open(os.path.join(model_dir, "surrogate.json")) as f:
+        meta = json.load(f)
+    if "params" not in meta:
+        raise ValueError(f"{model_dir}: the model holds no identified parameters; pass --params PARAMS.json")
+    return read_params(os.path.join(model_dir, "surrogate.json"), model)
+
+
+def run_evaluate(
+    model_dir: str,
+    real: str,
+    alpha: float,
+    *,
+    params_path: str | None = None,
+    select: str | None = None,
+    plot: str | None = None,
+) -> dict:
+    """`clashx evaluate`: α-accuracy of the model's predictions against the events' velocities (+ α-curve PNG)."""
+    model = load_surrogate(model_dir)
+    params = _params_for(model_dir, model, params_path)
+    strikes, vel, rows = load_real(real, select, model.shape)
+    pred = np.asarray(predict(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)))
+    length = geo.characteristic_length(model.shape)
+    err = np.asarray(_metrics.relative_error(pred, vel, length))
+    result = {
+        "shape": model.shape,
+        "alpha": alpha,
+        "alpha_accuracy": float(np.mean(err <= alpha)),
+        "median_rel_err": float(np.median(err)),
+        "n_events": int(len(rows)),
+        "params": dict(zip(model.space.names, params.tolist(), strict=True)),
+        "metric": f"‖Δ(vx, vy, r·ωz)‖ ≤ α‖(vx, vy, r·ωz)‖, r = {length:.4f} m",
+    }
+    if plot:
+        alphas, acc = _metrics.alpha_curve(pred, vel, length)
+        plot_alpha_curves(
+            {os.path.basename(os.path.normpath(model_dir)): (alphas, acc)}, plot, title=f"{model.shape}: {real}"
+        )
+        result["plot"] = plot
+    return result
+
+
+def plot_alpha_curves(curves: dict, path: str, title: str = "") -> None:
+    """α-accuracy curves (CLASH Fig. 4) of several methods into one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.6), dpi=120)
+    for name, (alphas, acc) in curves.items():
+        ax.plot(alphas, acc, label=name)
+    ax.axvline(0.1, color="0.6", lw=0.8, ls="--")
+    ax.set_xlabel("α (relative error bound)")
+    ax.set_ylabel("α-accuracy")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.01)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def run_predict(model_dir: str, params_path: str | None, events: str, out: str) -> int:
+    """`clashx predict`: per-event predictions in the row order of EVENTS (missed strikes get NaN)."""
+    model = load_surrogate(model_dir)
+    params = _params_for(model_dir, model, params_path)
+    ev = load_events(events, scene="strike")
+    if str(ev["shape"]) != model.shape:
+        raise ValueError(f"{events}: events of the {str(ev['shape'])!r} block; the model is for {model.shape!r}")
+    pred = np.asarray(
+        predict(model, jnp.asarray(ev["strike"], jnp.float32), jnp.asarray(params, jnp.float32)), np.float64
+    )
+    atomic_savez(
+        out, {"post_velocity": pred, "strike": ev["strike"], "params": params, "names": np.array(model.space.names)}
+    )
+    return len(pred)
