@@ -33,9 +33,13 @@ STRIKE_RANGES = {
 }
 STRIKE_NAMES = ("theta", "theta1", "v_pre")
 
-# Arc segments of the semi-cylinder's convex mesh. MJX caps a convex face at
-# 20 vertices; 16 segments give 17 on each flat face.
-ARC_SEGMENTS = 16
+# The semi-cylinder's arc: 48 segments (the lab's 49 points), modelled as 3 convex
+# sectors of 16 segments each, because MJX caps a convex face at 20 vertices
+# (a sector's flat faces have 18).  One 16-segment hull would tilt the surface
+# normal by up to 5.6° from the radial strike normal, in a sawtooth over θ
+# that the real block does not have.
+ARC_SEGMENTS = 48
+ARC_PIECES = 3
 
 
 def check_shape(shape: str) -> str:
@@ -62,6 +66,25 @@ def outline(shape: str, arc_segments: int = ARC_SEGMENTS) -> np.ndarray:
     r = TRIANGLE_SIDE / math.sqrt(3)
     a = np.deg2rad([330.0, 90.0, 210.0])
     return np.stack([r * np.cos(a), r * np.sin(a)], 1)
+
+
+def convex_pieces(shape: str) -> list[np.ndarray]:
+    """The footprint as counter-clockwise convex polygons whose union it is, each (N_i, 2) metres.
+
+    The square and the triangle are one piece; the semi-cylinder is `ARC_PIECES`
+    sectors (pie slices from the frame origin) of `ARC_SEGMENTS / ARC_PIECES` segments.
+    """
+    if shape != "semi-cylinder":
+        return [outline(shape)]
+    ring = outline(shape)
+    per = ARC_SEGMENTS // ARC_PIECES
+    return [np.concatenate([np.zeros((1, 2)), ring[k * per : (k + 1) * per + 1]]) for k in range(ARC_PIECES)]
+
+
+def polygon_area(poly: np.ndarray) -> float:
+    """Area of a counter-clockwise polygon (shoelace), m²."""
+    x, y = poly[:, 0], poly[:, 1]
+    return 0.5 * float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
 
 
 def footprint_com(shape: str) -> np.ndarray:

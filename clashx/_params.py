@@ -172,16 +172,22 @@ class ParamSpace(eqx.Module):
                         arr[:, r, c] = values[:, j]
 
 
-def strike_space() -> ParamSpace:
-    """SCENE.md's contact parameters of the strike: μ1 (striker-block), μ2 (block-ground), e1 (damping ratio)."""
+def strike_space(n_pieces: int = 1) -> ParamSpace:
+    """SCENE.md's contact parameters of the strike: μ1 (striker-block), μ2 (block-ground), e1 (damping ratio).
+
+    Args:
+        n_pieces: convex pieces of the block (`clashx._geometry.convex_pieces`);
+            each parameter is written into the pairs of every piece.
+    """
+    ks = range(n_pieces)
     return ParamSpace(
         names=("mu1", "mu2", "e1"),
         low=(0.05, 0.02, 0.1),
         high=(1.0, 1.0, 3.0),
         targets=(
-            (Target("pair_friction", "striker_block", (0, 1)),),
-            (Target("pair_friction", "block_ground", (0, 1)),),
-            (Target("pair_solref", "striker_block", (1,)),),
+            tuple(Target("pair_friction", f"striker_block_{k}", (0, 1)) for k in ks),
+            tuple(Target("pair_friction", f"block_ground_{k}", (0, 1)) for k in ks),
+            tuple(Target("pair_solref", f"striker_block_{k}", (1,)) for k in ks),
         ),
         log_scale=(False, False, False),
     )

@@ -52,9 +52,8 @@ def _fmt(values) -> str:
     return " ".join(f"{v:.10g}" for v in np.ravel(values))
 
 
-def prism_vertices(shape: str) -> np.ndarray:
-    """Vertices of the block's prism in the block frame, (2N, 3) metres."""
-    ring = geo.outline(shape)
+def prism_vertices(ring: np.ndarray) -> np.ndarray:
+    """Vertices of a prism over the footprint polygon `ring` in the block frame, (2N, 3) metres."""
     z = geo.HEIGHT / 2
     return np.concatenate([np.c_[ring, np.full(len(ring), -z)], np.c_[ring, np.full(len(ring), z)]])
 
@@ -74,28 +73,38 @@ def strike_xml(
     """
     geo.check_shape(shape)
     h = geo.HEIGHT / 2
+    pieces = geo.convex_pieces(shape)
     if shape == "square":
-        s = geo.SQUARE_SIDE / 2
-        block_geom = (
-            f'<geom name="block" type="box" size="{s} {s} {h}" mass="{geo.BLOCK_MASS}" contype="0" conaffinity="0"/>'
-        )
+        sq = geo.SQUARE_SIDE / 2
         asset = ""
+        block_geoms = [
+            f'<geom name="block_0" type="box" size="{sq} {sq} {h}" mass="{geo.BLOCK_MASS}" contype="0" conaffinity="0"/>'
+        ]
     else:
-        asset = f'<asset><mesh name="block" vertex="{_fmt(prism_vertices(shape))}"/></asset>'
-        block_geom = (
-            f'<geom name="block" type="mesh" mesh="block" mass="{geo.BLOCK_MASS}" contype="0" conaffinity="0"/>'
+        density = geo.BLOCK_MASS / (sum(geo.polygon_area(p) for p in pieces) * geo.HEIGHT)  # uniform, 0.25 kg in all
+        asset = (
+            "<asset>"
+            + "".join(f'<mesh name="block_{k}" vertex="{_fmt(prism_vertices(p))}"/>' for k, p in enumerate(pieces))
+            + "</asset>"
         )
+        block_geoms = [
+            f'<geom name="block_{k}" type="mesh" mesh="block_{k}" density="{density:.10g}" contype="0" conaffinity="0"/>'
+            for k in range(len(pieces))
+        ]
     sensor = (
-        '<sensor><contact name="touch" geom1="striker" geom2="block" data="found" reduce="mindist" num="1"/></sensor>'
+        '<sensor><contact name="touch" geom1="striker" body2="block" data="found dist normal" reduce="mindist" num="1"/></sensor>'
         if touch_sensor
         else ""
     )
     sh = geo.STRIKER_HALF
-    pair = (
-        f'<pair name="striker_block" geom1="striker" geom2="block" condim="3" friction="0.5 0.5 0 0 0" '
+    pairs = "".join(
+        f'<pair name="striker_block_{k}" geom1="striker" geom2="block_{k}" condim="3" friction="0.5 0.5 0 0 0" '
         f'solref="{STRIKER_TIMECONST} 1"/>'
+        for k in range(len(pieces))
         if striker_pair
-        else ""
+    ) + "".join(
+        f'<pair name="block_ground_{k}" geom1="ground" geom2="block_{k}" condim="3" friction="0.5 0.5 0 0 0"/>'
+        for k in range(len(pieces))
     )
     return f"""<mujoco model="clashx-strike-{shape}">
   {solver.option_xml()}
@@ -104,7 +113,7 @@ def strike_xml(
     <geom name="ground" type="plane" size="0 0 1" contype="0" conaffinity="0"/>
     <body name="block" pos="0 0 {h}">
       <freejoint name="block"/>
-      {block_geom}
+      {"".join(block_geoms)}
     </body>
     <body name="striker" pos="5 5 {h}">
       <joint name="striker_x" type="slide" axis="1 0 0"/>
@@ -114,8 +123,7 @@ def strike_xml(
     </body>
   </worldbody>
   <contact>
-    {pair}
-    <pair name="block_ground" geom1="ground" geom2="block" condim="3" friction="0.5 0.5 0 0 0"/>
+    {pairs}
   </contact>
   {sensor}
 </mujoco>"""

@@ -76,7 +76,7 @@ class StrikeSim(eqx.Module):
     slide_model: mjx.Model
     block_rest: Float[Array, "7"]
     striker_geom: int = eqx.field(static=True)
-    block_geom: int = eqx.field(static=True)
+    block_geoms: tuple[int, ...] = eqx.field(static=True)
     n_contact: int = eqx.field(static=True)
     n_window: int = eqx.field(static=True)
     n_slide: int = eqx.field(static=True)
@@ -116,7 +116,8 @@ def make_strike_sim(shape: str, settings: _scenes.SolverSettings | None = None) 
     m = _scenes.compile_xml(_scenes.strike_xml(shape, settings))
     m_slide = _scenes.compile_xml(_scenes.strike_xml(shape, settings, striker_pair=False))
     m_slide.opt.timestep = settings.dt_slide
-    space = strike_space()
+    n_pieces = len(geo.convex_pieces(shape))
+    space = strike_space(n_pieces)
     v_min = geo.STRIKE_RANGES["v_pre"][0]
     n_window = int(round(RELEASE_AFTER / settings.dt_contact))
     n_contact = int(math.ceil(geo.GAP / v_min / settings.dt_contact)) + n_window + 5
@@ -131,7 +132,7 @@ def make_strike_sim(shape: str, settings: _scenes.SolverSettings | None = None) 
         slide_model=mjx.put_model(m_slide),
         block_rest=jnp.asarray(_settle(m)),
         striker_geom=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "striker"),
-        block_geom=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "block"),
+        block_geoms=tuple(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"block_{k}") for k in range(n_pieces)),
         n_contact=n_contact,
         n_window=n_window,
         n_slide=n_slide,
@@ -182,32 +183,97 @@ def _with_params(sim: StrikeSim, params: Float[Array, "3"]) -> mjx.Model:
     return sim.space.apply(sim.model, sim.rows, params)
 
 
-def _touching(sim: StrikeSim, data: mjx.Data) -> Bool[Array, ""]:
+class ContactResult(eqx.Module):
+    """What the contact phase gives: the collision event and the state the slide phase starts from.
+
+    Attributes:
+        post_velocity: (vx, vy, ωz) of the block at release (zeros if the striker missed).
+        t_touch, t_release: contact onset and release, s after launch.
+        touched: whether the striker touched the block.
+        q_end, v_end, t_end: the first simulated state at or after release.
+    """
+
+    post_velocity: Float[Array, "3"]
+    t_touch: Float[Array, ""]
+    t_release: Float[Array, ""]
+    touched: Bool[Array, ""]
+    q_end: Float[Array, "10"]
+    v_end: Float[Array, "9"]
+    t_end: Float[Array, ""]
+
+
+def release_rule(sim: StrikeSim, touch_k, depth, closing, q_a, v_a, q_b, v_b):
+    """The event from the first touching step and the two states around release (both engines use this).
+
+    The first collision pass that finds a striker-block contact runs on state
+    `touch_k`; the contact began `depth / closing` earlier (the striker flies
+    at constant velocity onto the resting block until then), which places the
+    onset between steps.  Release is RELEASE_AFTER later, between states
+    touch_k + n_window − 1 (`q_a`, `v_a`) and touch_k + n_window (`q_b`,
+    `v_b`); the velocity there is interpolated linearly.  Resolving the onset
+    below one step keeps the event a continuous function of the strike:
+    otherwise a 1 ms jitter of the onset moves the release velocity by up to
+    μ2·g·1 ms (1 cm/s at μ2 = 1).
+
+    Returns:
+        (post_velocity, t_touch, t_release).
+    """
+    dt = sim.settings.dt_contact
+    tau = jnp.clip(depth / jnp.maximum(closing, 1e-6), 0.0, dt)
+    t_touch = touch_k * dt - tau
+    w = 1.0 - tau / dt
+    post = (1.0 - w) * block_velocity(q_a, v_a) + w * block_velocity(q_b, v_b)
+    return post, t_touch, t_touch + RELEASE_AFTER
+
+
+def _striker_contact(sim: StrikeSim, data: mjx.Data):
+    """(touching, depth, unit normal) of the deepest striker-block contact of the last collision pass."""
     contact = data._impl.contact
     g = contact.geom
-    pair = ((g[:, 0] == sim.striker_geom) & (g[:, 1] == sim.block_geom)) | (
-        (g[:, 0] == sim.block_geom) & (g[:, 1] == sim.striker_geom)
+    block = jnp.asarray(sim.block_geoms)
+    pair = ((g[:, 0] == sim.striker_geom) & jnp.isin(g[:, 1], block)) | (
+        jnp.isin(g[:, 0], block) & (g[:, 1] == sim.striker_geom)
     )
-    return jnp.any(pair & (contact.dist < 0))
+    dist = jnp.where(pair, contact.dist, jnp.inf)
+    i = jnp.argmin(dist)
+    return dist[i] < 0, -dist[i], jnp.reshape(contact.frame[i], (-1,))[0:3]  # normal: the frame's first row
 
 
-def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]):
-    """Run the contact phase; return (release qpos, release qvel, touch step, touched)."""
+def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -> ContactResult:
+    """Run the contact phase of one strike on MJX (`model` carries the world's parameters)."""
     qpos0, qvel0 = initial_state(sim, strike)
     data = mjx.make_data(model).replace(qpos=qpos0, qvel=qvel0)
+    n_win = sim.n_window
 
     def body(carry, k):
-        data, touch_k, q_rel, v_rel = carry
+        data, touch_k, depth, closing, q_a, v_a, q_b, v_b = carry
+        v_striker = jnp.concatenate([data.qvel[6:8], jnp.zeros(1)])
         data = mjx.step(model, data)  # data.contact: the collision pass on state k
-        touch_k = jnp.where((touch_k < 0) & _touching(sim, data), k, touch_k)
-        release = (touch_k >= 0) & (k == touch_k + sim.n_window - 1)
-        q_rel = jnp.where(release, data.qpos, q_rel)
-        v_rel = jnp.where(release, data.qvel, v_rel)
-        return (data, touch_k, q_rel, v_rel), None
+        touching, d, normal = _striker_contact(sim, data)
+        first = (touch_k < 0) & touching
+        touch_k = jnp.where(first, k, touch_k)
+        depth = jnp.where(first, d, depth)
+        closing = jnp.where(first, jnp.abs(v_striker @ normal), closing)
+        at_a = (touch_k >= 0) & (k + 1 == touch_k + n_win - 1)
+        at_b = (touch_k >= 0) & (k + 1 == touch_k + n_win)
+        q_a, v_a = jnp.where(at_a, data.qpos, q_a), jnp.where(at_a, data.qvel, v_a)
+        q_b, v_b = jnp.where(at_b, data.qpos, q_b), jnp.where(at_b, data.qvel, v_b)
+        return (data, touch_k, depth, closing, q_a, v_a, q_b, v_b), None
 
-    init = (data, jnp.array(-1), qpos0, qvel0)
-    (data, touch_k, q_rel, v_rel), _ = jax.lax.scan(body, init, jnp.arange(sim.n_contact))
-    return q_rel, v_rel, touch_k, touch_k >= 0
+    zero = jnp.zeros(())
+    init = (data, jnp.array(-1), zero, zero, qpos0, qvel0, qpos0, qvel0)
+    (data, touch_k, depth, closing, q_a, v_a, q_b, v_b), _ = jax.lax.scan(body, init, jnp.arange(sim.n_contact))
+    touched = touch_k >= 0
+    post, t_touch, t_release = release_rule(sim, touch_k, depth, closing, q_a, v_a, q_b, v_b)
+    return ContactResult(
+        post_velocity=jnp.where(touched, post, 0.0),
+        t_touch=t_touch,
+        t_release=t_release,
+        touched=touched,
+        q_end=q_b,
+        v_end=v_b,
+        t_end=(touch_k + n_win) * sim.settings.dt_contact,
+    )
 
 
 def slide_phase(sim: StrikeSim, params: Float[Array, "3"], qpos, qvel, t_start) -> Float[Array, "10"]:
@@ -239,18 +305,13 @@ def simulate_strike(
     Returns:
         A `StrikeEvent`.  Batch with `jax.vmap(simulate_strike, in_axes=(None, 0, 0))`.
     """
-    model = _with_params(sim, params)
-    q_rel, v_rel, touch_k, touched = contact_phase(sim, model, strike)
-    dt = sim.settings.dt_contact
-    t_touch = touch_k * dt
-    t_release = (touch_k + sim.n_window) * dt
-    post = jnp.where(touched, block_velocity(q_rel, v_rel), 0.0)
-    q_end = slide_phase(sim, params, q_rel, v_rel, t_release) if to_rest else q_rel
+    c = contact_phase(sim, _with_params(sim, params), strike)
+    q_end = slide_phase(sim, params, c.q_end, c.v_end, c.t_end) if to_rest else c.q_end
     return StrikeEvent(
-        post_velocity=post,
-        t_touch=t_touch,
-        t_release=t_release,
-        touched=touched,
+        post_velocity=c.post_velocity,
+        t_touch=c.t_touch,
+        t_release=c.t_release,
+        touched=c.touched,
         rest_pose=block_pose(q_end),
     )
 
@@ -265,6 +326,13 @@ def _initial_states(sim: StrikeSim, strikes):
 
 
 _block_velocities = jax.jit(jax.vmap(block_velocity))
+
+
+@eqx.filter_jit
+def _release_rules(sim: StrikeSim, k, depth, closing, q_a, v_a, q_b, v_b):
+    return jax.vmap(lambda *a: release_rule(sim, *a))(k, depth, closing, q_a, v_a, q_b, v_b)
+
+
 _block_poses = jax.jit(jax.vmap(block_pose))
 _parked = jax.jit(jax.vmap(parked))
 
@@ -304,17 +372,32 @@ def simulate_strikes_c(
     batch.bind("qvel")[:] = np.asarray(qvel0)
     batch.bind("time")[:] = 0.0
     rec = batch.rollout(sim.n_contact, record=("qpos", "qvel", "sensordata"))
-    found = rec["sensordata"][:, :, 0] > 0  # the collision pass of state k, recorded at step k
+    # the touch sensor: found, dist, normal of the deepest contact of the collision pass on state k
+    found = rec["sensordata"][:, :, 0] > 0
     touched = found.any(axis=1)
-    touch_k = np.where(touched, found.argmax(axis=1), -1)
-    rel = np.clip(touch_k + sim.n_window - 1, 0, sim.n_contact - 1)
-    q_rel = rec["qpos"][np.arange(n), rel]
-    v_rel = rec["qvel"][np.arange(n), rel]
-    dt = sim.settings.dt_contact
-    t_touch = touch_k * dt
-    t_release = (touch_k + sim.n_window) * dt
-    post = np.where(touched[:, None], np.asarray(_block_velocities(q_rel, v_rel)), 0.0)
-    q_end = _slide_c(sim, params, q_rel, v_rel, t_release, nthread) if to_rest else q_rel
+    k = np.where(touched, found.argmax(axis=1), 0)
+    rows = np.arange(n)
+    sens = rec["sensordata"][rows, k]
+    v_before = np.where((k > 0)[:, None], rec["qvel"][rows, np.maximum(k - 1, 0)], np.asarray(qvel0))  # state k
+    closing = np.abs(np.sum(np.c_[v_before[:, 6:8], np.zeros(n)] * sens[:, 2:5], axis=1))
+    a = np.clip(k + sim.n_window - 2, 0, sim.n_contact - 1)  # record j holds state j + 1
+    b = np.clip(k + sim.n_window - 1, 0, sim.n_contact - 1)
+    post, t_touch, t_release = _release_rules(
+        sim,
+        k,
+        -sens[:, 1],
+        closing,
+        rec["qpos"][rows, a],
+        rec["qvel"][rows, a],
+        rec["qpos"][rows, b],
+        rec["qvel"][rows, b],
+    )
+    post = np.where(touched[:, None], np.asarray(post), 0.0)
+    t_touch = np.where(touched, np.asarray(t_touch), np.nan)
+    t_release = np.where(touched, np.asarray(t_release), np.nan)
+    q_rel, v_rel = rec["qpos"][rows, b], rec["qvel"][rows, b]
+    t_end = (k + sim.n_window) * sim.settings.dt_contact
+    q_end = _slide_c(sim, params, q_rel, v_rel, t_end, nthread) if to_rest else q_rel
     return StrikeEvent(
         post_velocity=post,
         t_touch=t_touch,

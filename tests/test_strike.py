@@ -58,8 +58,9 @@ def test_planar_momentum_is_conserved_up_to_ground_friction(strike_sims):
     strikes, params = _inputs(sim, 8, seed=2)
     params[:, 1] = 0.02  # μ2 at its prior minimum: the ground takes almost nothing
     run = jax.jit(jax.vmap(lambda s, p: _strike.contact_phase(sim, sim.space.apply(sim.model, sim.rows, p), s)))
-    q, v, _, touched = run(jnp.asarray(strikes), jnp.asarray(params))
-    assert np.asarray(touched).all()
+    res = run(jnp.asarray(strikes), jnp.asarray(params))
+    assert np.asarray(res.touched).all()
+    v = np.asarray(res.v_end)
     m = sim.mj_model()
     m_block, m_striker = m.body_mass[1], m.body_mass[2]
     for i in range(len(strikes)):
@@ -129,3 +130,26 @@ def test_models_use_explicit_pairs_only(strike_sims):
     assert m.npair == 2
     mx = mjx.put_model(m)
     assert mx.npair == 2
+
+
+def test_semi_cylinder_pieces_make_the_lab_block(strike_sims):
+    """Three convex sectors of 16 segments: the lab's 49-point arc, 0.25 kg, centre of mass at 4R/(3π)."""
+    m = strike_sims("semi-cylinder").mj_model()
+    assert m.npair == 6 and m.nmesh == 3
+    assert abs(m.body_mass[1] - geo.BLOCK_MASS) < 1e-6
+    np.testing.assert_allclose(m.body_ipos[1][:2], geo.footprint_com("semi-cylinder"), atol=1e-5)
+
+
+ONSET_TOL = 2e-5  # s
+
+
+def test_contact_onset_is_resolved_below_one_step(strike_sims):
+    """A head-on strike on the square's +y face: the face is GAP away, so the touch is at GAP / v_pre."""
+    sim = strike_sims("square")
+    strikes = np.array([[np.pi / 2, 0.0, v] for v in (0.23, 0.37, 0.61)])
+    params = np.tile([0.5, 0.5, 1.0], (3, 1))
+    ev = _strike.simulate_strikes_c(sim, strikes, params, to_rest=False)
+    rest_z = float(sim.block_rest[2])  # the settled block is a few µm lower; the striker flies level
+    assert abs(rest_z - geo.HEIGHT / 2) < 1e-4
+    np.testing.assert_allclose(ev.t_touch, geo.GAP / strikes[:, 2], atol=ONSET_TOL)
+    np.testing.assert_allclose(ev.t_release - ev.t_touch, _strike.RELEASE_AFTER, atol=1e-6)  # float32 rule

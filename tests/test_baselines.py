@@ -1,0 +1,105 @@
+"""Baselines of the accuracy bench: CMA-ES identification, MJX forward-mode gradients, MLP fits (clashx._baselines)."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from clashx import _baselines as bl
+from clashx import _geometry as geo
+from clashx._generate import sample_strikes
+from clashx._metrics import relative_error
+
+SHAPE = "square"
+TRUE_PARAMS = np.array([0.4, 0.3, 0.8])  # μ1, μ2, e1 of the synthetic events
+# CMA-ES (16 × 30) on noise-free events: the loss is piecewise smooth with jumps (contacts appear and
+# vanish), so the search lands near the truth, not on it; within 6 % of each prior range, fit loss < 1e-3.
+CMA_UNIT_TOL = 0.06
+CMA_LOSS_TOL = 1e-3
+# Forward mode against a central difference of step 5e-3 on a smooth piece of the strike:
+# |J - FD| <= 3 % of the largest entry of the column + 0.01 (m/s or rad/s per unit parameter).
+FD_STEP = 5e-3
+FD_REL_TOL = 0.03
+FD_ABS_TOL = 1e-2
+MLP_FIT_TOL = 0.03  # median relative error of an MLP on its own 10 training events
+
+
+@pytest.fixture(scope="module")
+def synthetic(strike_sims):
+    """10 strikes from the prior with their MuJoCo C velocities at TRUE_PARAMS (no noise)."""
+    sim = strike_sims(SHAPE)
+    strikes = np.asarray(sample_strikes(10, key=jax.random.PRNGKey(1)), np.float64)
+    return sim, strikes, bl.predict_c(sim, strikes, TRUE_PARAMS)
+
+
+def test_cmaes_recovers_known_parameters(synthetic):
+    sim, strikes, velocities = synthetic
+    res = bl.identify_cmaes(sim, strikes, velocities, key=jax.random.PRNGKey(0), population=16, generations=30)
+    unit_err = np.abs(np.asarray(sim.space.to_unit(res.params)) - np.asarray(sim.space.to_unit(TRUE_PARAMS)))
+    assert res.loss < CMA_LOSS_TOL
+    assert np.all(unit_err < CMA_UNIT_TOL), (res.params, unit_err)
+    assert res.evaluations == 16 * 30 * 10
+    assert sim.space.check(res.params).shape == (3,)  # inside the prior box
+    # the reported loss is the loss of the reported parameters
+    pred = bl.predict_c(sim, strikes, res.params)
+    assert float(bl.relative_mse(pred, velocities, geo.characteristic_length(SHAPE))) == pytest.approx(
+        res.loss, rel=1e-5
+    )
+
+
+def test_mjx_forward_mode_jacobian_matches_finite_difference(strike_sims):
+    sim = strike_sims(SHAPE)
+    strikes = jnp.array([[math.pi / 3, 0.1, 0.5]], jnp.float32)
+    params = jnp.array([0.5, 0.5, 1.0], jnp.float32)
+    v, jac = bl.mjx_velocity_jacobian(sim, strikes, params)
+    assert jac.shape == (1, 3, 3)
+    assert np.all(np.isfinite(jac))
+    for j in range(3):
+        e = jnp.zeros(3).at[j].set(FD_STEP)
+        v_plus, _ = bl.mjx_velocity_jacobian(sim, strikes, params + e)
+        v_minus, _ = bl.mjx_velocity_jacobian(sim, strikes, params - e)
+        fd = np.asarray((v_plus - v_minus) / (2 * FD_STEP))[0]
+        col = np.asarray(jac[0, :, j])
+        tol = FD_REL_TOL * np.abs(col).max() + FD_ABS_TOL
+        assert np.all(np.abs(col - fd) <= tol), (sim.space.names[j], col, fd)
+    # the primal is the plain MJX prediction
+    np.testing.assert_allclose(v, bl.mjx_predict(sim, strikes, params), rtol=0, atol=1e-6)
+
+
+def test_mlp_and_residual_fit_their_training_data(synthetic):
+    sim, strikes, velocities = synthetic
+    length = geo.characteristic_length(SHAPE)
+    config = bl.MLPConfig(weight_decay=1e-6)
+    mlp = bl.train_velocity_mlp(strikes, velocities, length, key=jax.random.PRNGKey(0), config=config)
+    err = np.asarray(relative_error(bl.predict_mlp(mlp, strikes), velocities, length))
+    assert np.median(err) < MLP_FIT_TOL, err
+
+    base = bl.predict_c(sim, strikes, bl.NOMINAL_PARAMS)
+    scale = float(np.sqrt(np.mean(np.sum((velocities * [1, 1, length]) ** 2, -1))))
+    res = bl.train_velocity_mlp(
+        strikes, velocities - base, length, key=jax.random.PRNGKey(1), scale=scale, config=config
+    )
+    err = np.asarray(relative_error(base + bl.predict_mlp(res, strikes), velocities, length))
+    assert np.median(err) < MLP_FIT_TOL, err
+    assert np.median(np.asarray(relative_error(base, velocities, length))) > 3 * MLP_FIT_TOL  # the residual did work
+
+
+def test_weight_decay_cross_validation_is_deterministic(synthetic):
+    _, strikes, velocities = synthetic
+    length = geo.characteristic_length(SHAPE)
+    config = bl.MLPConfig(steps=200)
+    candidates = (1e-4, 1e-2, 1.0)
+    a = bl.choose_weight_decay(
+        strikes, velocities, length, key=jax.random.PRNGKey(0), config=config, candidates=candidates
+    )
+    b = bl.choose_weight_decay(
+        strikes, velocities, length, key=jax.random.PRNGKey(0), config=config, candidates=candidates
+    )
+    assert a[0] in candidates
+    assert a[1].shape == (3,) and np.all(np.isfinite(a[1]))
+    assert a[0] == b[0]
+    np.testing.assert_array_equal(a[1], b[1])
