@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import SHARED
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "strike_pipeline.ipynb"
@@ -18,7 +17,9 @@ def test_strike_pipeline_notebook_runs():
     if not (SHARED / "lab" / "strike_lab.py").exists():
         pytest.skip("the strike lab (../shared/lab) is not here")
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    )
     client.execute()
     outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "α=0.1 accuracy" in outputs

@@ -1,0 +1,114 @@
+"""The learning core: surrogate save/load, pretraining resume, identification and fine-tuning on known answers."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import clashx
+from clashx import _geometry as geo
+from clashx import _surrogate
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory):
+    """300 simulated square strikes (MuJoCo C, contact phase)."""
+    out = tmp_path_factory.mktemp("data") / "sq.npz"
+    clashx.generate(
+        clashx.GenerateConfig(
+            scene="strike", shape="square", n=300, seed=0, chunk_size=300, engine="c", to_rest=False, out=str(out)
+        )
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_model(small_data, tmp_path_factory):
+    run = tmp_path_factory.mktemp("run") / "run"
+    clashx.pretrain(
+        clashx.PretrainConfig(data=str(small_data), out=str(run), epochs=3, batch_size=64, width=32, depth=2)
+    )
+    return run
+
+
+def test_save_load_round_trip_and_mismatch_errors(small_model, tmp_path):
+    model = clashx.load_surrogate(small_model, shape="square", space=clashx.make_strike_sim("square").space)
+    s, p = jnp.array([1.0, 0.1, 0.5]), jnp.array([0.3, 0.4, 1.2])
+    clashx.save_surrogate(tmp_path / "copy", model)
+    again = clashx.load_surrogate(tmp_path / "copy")
+    np.testing.assert_array_equal(np.asarray(model(s, p)), np.asarray(again(s, p)))
+    with pytest.raises(ValueError, match="for the 'square' block, not 'triangle'"):
+        clashx.load_surrogate(small_model, shape="triangle")
+    with pytest.raises(ValueError, match="conditioned on parameters"):
+        clashx.load_surrogate(small_model, space=clashx.cube_space())
+    with pytest.raises(FileNotFoundError, match="no surrogate.json"):
+        clashx.load_surrogate(tmp_path / "nothing-here")
+
+
+def test_pretrain_resumes_and_refuses_other_settings(small_data, small_model):
+    meta = json.loads((small_model / "checkpoint.json").read_text())
+    assert meta["epoch"] == 3 and len(meta["history"]) == 3
+    cfg = clashx.PretrainConfig(data=str(small_data), out=str(small_model), epochs=3, batch_size=64, width=32, depth=2)
+    result = clashx.pretrain(cfg)  # all epochs done: resumes at the end, trains nothing more
+    assert len(result["history"]) == 3
+    with pytest.raises(ValueError, match="other settings"):
+        clashx.pretrain(
+            clashx.PretrainConfig(
+                data=str(small_data), out=str(small_model), epochs=4, batch_size=64, width=32, depth=2
+            )
+        )
+
+
+def test_mirror_flips_vx_and_wz():
+    s, v = _surrogate.mirror(jnp.array([[0.3, 0.1, 0.5]]), jnp.array([[1.0, 2.0, 3.0]]))
+    np.testing.assert_allclose(np.asarray(s), [[np.pi - 0.3, -0.1, 0.5]], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(v), [[-1.0, 2.0, -3.0]])
+
+
+def _surrogate_with_signal(key):
+    """A random surrogate whose output depends clearly on all three parameters."""
+    return clashx.make_surrogate(
+        "square", key=key, width=32, depth=2, out_mean=[0.1, -0.8, 2.0], out_std=[0.3, 0.3, 3.0]
+    )
+
+
+IDENTIFY_TOL = 0.02  # in units of each parameter's prior range
+
+
+def test_identify_recovers_known_parameters_deterministically():
+    model = _surrogate_with_signal(jax.random.PRNGKey(1))
+    rng = np.random.default_rng(0)
+    lo, hi = np.array(model.space.low), np.array(model.space.high)
+    strikes = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (10, 3))
+    true = lo + np.array([0.3, 0.6, 0.45]) * (hi - lo)
+    vel = np.asarray(clashx.predict(model, strikes, true))
+    a = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16, steps=400)
+    b = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16, steps=400)
+    np.testing.assert_array_equal(np.asarray(a.params), np.asarray(b.params))
+    assert np.all(np.abs(np.asarray(a.params) - true) <= IDENTIFY_TOL * (hi - lo)), (a.params, true)
+    assert np.isfinite(np.asarray(a.std)).all() and float(a.loss) < 1e-4
+
+
+def test_finetune_corrects_a_systematic_error_and_leaves_a_right_model_alone():
+    model = _surrogate_with_signal(jax.random.PRNGKey(2))
+    rng = np.random.default_rng(1)
+    strikes = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (10, 3))
+    test = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (200, 3))
+    params = jnp.array([0.5, 0.5, 1.0])
+    length = geo.characteristic_length("square")
+
+    def real(s):  # "reality": the model's outcome, 15 % faster
+        return 1.15 * np.asarray(clashx.predict(model, s, params))
+
+    tuned, report = clashx.finetune(model, strikes, real(strikes), params, key=jax.random.PRNGKey(0))
+    before = np.median(np.asarray(clashx.relative_error(clashx.predict(model, test, params), real(test), length)))
+    after = np.median(np.asarray(clashx.relative_error(clashx.predict(tuned, test, params), real(test), length)))
+    assert report["steps"] > 0 and after < 0.5 * before, (before, after, report["reason"])
+    same, report = clashx.finetune(
+        model, strikes, np.asarray(clashx.predict(model, strikes, params)), params, key=jax.random.PRNGKey(0)
+    )
+    assert report["steps"] == 0 and "unchanged" in report["reason"]
