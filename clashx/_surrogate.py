@@ -3,9 +3,15 @@
 CLASH's distilled model (He et al. 2026, Sec. III-A).  An Equinox MLP maps
 features of one strike and the contact parameters to the block's velocity per
 unit strike speed, so the network learns the shape of the outcome and the
-physics' near-proportionality to v_pre comes for free:
+physics' near-proportionality to v_pre comes for free.  The strike enters
+through its geometry, what an impulse acts on: the impact point p, the outward
+normal n, the strike direction d (all in the block frame, SCENE.md) and the
+lever arm (p − c) × d about the footprint's centroid c.  An impulse J along d
+changes the velocity by J d / m and the yaw rate by J (p − c) × d / I, so
+these features make the outcome nearly linear in the inputs, and the kinks of
+p(θ) at a polygon's corners come from geometry, not from the network:
 
-    features = (cos θ, sin θ, θ1 / θ1_max, (v_pre − v̄) / v_s, 2·unit(params) − 1)
+    features = (p / r, n, d, (p − c) × d / r, θ1 / θ1_max, (v_pre − v̄) / v_s, 2·unit(params) − 1)
     velocity = v_pre · (mean + std ⊙ MLP(features))
 
 `mean`/`std` normalise the targets and live in the model, with the shape and
@@ -30,7 +36,8 @@ from . import _geometry as geo
 from ._params import ParamSpace, strike_space
 from ._types import Array, Float, PRNGKeyArray
 
-N_FEATURES = 7
+N_FEATURES = 12  # 9 of the strike, 3 of the parameters (make_surrogate sizes the input to the space)
+_N_STRIKE_FEATURES = 9
 MODEL_FILE = "surrogate.eqx"
 META_FILE = "surrogate.json"
 
@@ -57,10 +64,14 @@ class Surrogate(eqx.Module):
 
     def features(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "f"]:
         theta, theta1, v_pre = strike[0], strike[1], strike[2]
+        point, normal = geo.impact_geometry(self.shape, theta)
+        d = geo.strike_direction(self.shape, theta, theta1)
+        r = geo.characteristic_length(self.shape)
+        arm = point - jnp.asarray(geo.footprint_com(self.shape), point.dtype)
+        lever = (arm[0] * d[1] - arm[1] * d[0]) / r
         unit = 2.0 * self.space.to_unit(params) - 1.0
-        return jnp.concatenate(
-            [jnp.stack([jnp.cos(theta), jnp.sin(theta), theta1 / _THETA1_MAX, (v_pre - _V_MID) / _V_HALF]), unit]
-        )
+        scalars = jnp.stack([lever, theta1 / _THETA1_MAX, (v_pre - _V_MID) / _V_HALF])
+        return jnp.concatenate([point / r, normal, d, scalars, unit])
 
     def __call__(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "3"]:
         y = self.mlp(self.features(strike, params))
@@ -88,7 +99,7 @@ def make_surrogate(
     """
     geo.check_shape(shape)
     space = space or strike_space()
-    mlp = eqx.nn.MLP(N_FEATURES - 3 + space.size, 3, width, depth, activation=jax.nn.silu, key=key)
+    mlp = eqx.nn.MLP(_N_STRIKE_FEATURES + space.size, 3, width, depth, activation=jax.nn.silu, key=key)
     return Surrogate(
         mlp=mlp,
         out_mean=jnp.zeros(3) if out_mean is None else jnp.asarray(out_mean, jnp.float32),
@@ -128,7 +139,7 @@ def describe(model: Surrogate) -> dict[str, Any]:
         "param_space": model.space.describe(),
         "width": model.width,
         "depth": model.depth,
-        "format": "clashx.surrogate/1",
+        "format": "clashx.surrogate/2",
     }
 
 
@@ -167,7 +178,7 @@ def load_surrogate(
         raise FileNotFoundError(f"{run_dir}: no {META_FILE}; is this a run folder written by `clashx pretrain`?")
     with open(meta_path) as f:
         meta = json.load(f)
-    if meta.get("format") != "clashx.surrogate/1" or meta.get("scene") != "strike":
+    if meta.get("format") != "clashx.surrogate/2" or meta.get("scene") != "strike":
         raise ValueError(
             f"{meta_path}: not a strike surrogate (format {meta.get('format')!r}, scene {meta.get('scene')!r})"
         )
