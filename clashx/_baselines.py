@@ -10,7 +10,7 @@ the mean squared relative error of the speed vector (vx, vy, r·ωz)
 |---|---|---|
 | nominal MuJoCo | nothing | `NOMINAL_PARAMS`, MuJoCo C (`predict_c`) |
 | MuJoCo + CMA-ES | μ1, μ2, e1 | `identify_cmaes`, MuJoCo C rollouts |
-| MJX + gradients | μ1, μ2, e1 | `identify_mjx`: Levenberg-Marquardt with forward-mode Jacobians through MJX |
+| MJX + gradients | μ1, μ2, e1 | `identify_mjx`: Levenberg-Marquardt, forward-mode Jacobians through MJX (float64) |
 | NN, no pretraining | an MLP strike → velocity | `train_velocity_mlp`, decay by `choose_weight_decay` |
 | residual | an MLP on top of MuJoCo + CMA-ES | `train_velocity_mlp` on the residual targets |
 
@@ -169,6 +169,17 @@ def identify_cmaes(
 _Z_MAX = 4.0  # logits stay in [-4, 4] (unit 0.018 … 0.982) so that the sigmoid's slope does not vanish
 
 
+def as_float64(sim: _strike.StrikeSim) -> _strike.StrikeSim:
+    """The scene with its floating-point arrays in float64; use it inside `jax.enable_x64(True)`.
+
+    MJX's forward-mode derivatives need float64 here: in float32 the
+    constraint solver stops when the *values* have converged, and the
+    tangents carried along have not (on the square, ∂ωz/∂μ2 came out +2.7
+    where a central difference and float64 give −1.07).
+    """
+    return jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, sim)
+
+
 def mjx_post_velocity(
     sim: _strike.StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"]
 ) -> Float[Array, "3"]:
@@ -181,9 +192,22 @@ def _params_of_logits(sim: _strike.StrikeSim, z: Float[Array, "3"]) -> Float[Arr
 
 
 @eqx.filter_jit
-def mjx_predict(sim: _strike.StrikeSim, strikes: Float[Array, "n 3"], params: Float[Array, "3"]) -> Float[Array, "n 3"]:
-    """Post-impact velocities of `strikes` on MJX with one parameter vector, (n, 3); compiled once per (scene, n)."""
+def _mjx_predict(sim: _strike.StrikeSim, strikes, params):
     return jax.vmap(mjx_post_velocity, in_axes=(None, 0, None))(sim, strikes, params)
+
+
+def predict_mjx(
+    sim: _strike.StrikeSim, strikes: Float[np.ndarray, "n 3"], params, *, x64: bool = True
+) -> Float[np.ndarray, "n 3"]:
+    """Post-impact velocities (n, 3) of `strikes` on MJX with one parameter vector; compiled once per (scene, n, x64).
+
+    With `x64` the rollout runs in float64 (`as_float64`), as `identify_mjx` does.
+    """
+    with jax.enable_x64(x64):
+        sim = as_float64(sim) if x64 else sim
+        dtype = jnp.float64 if x64 else jnp.float32
+        out = _mjx_predict(sim, jnp.asarray(strikes, dtype), jnp.asarray(params, dtype))
+        return np.asarray(out, np.float64)
 
 
 @eqx.filter_jit
@@ -194,9 +218,11 @@ def mjx_velocity_jacobian(
 
     MJX's constraint solver is a `while_loop`, which reverse mode cannot
     differentiate; forward mode (`jax.jacfwd`, one tangent per parameter)
-    passes it.  The strike's dynamics are hybrid (contacts appear and vanish,
-    stick and slip), so the velocity is piecewise smooth in the parameters:
-    the Jacobian is that of the smooth piece the parameters lie on.
+    passes it.  Call it in float64 (`jax.enable_x64(True)`, `as_float64(sim)`):
+    float32 tangents are wrong (see `as_float64`).  The strike's dynamics are
+    hybrid (contacts appear and vanish, stick and slip), so the velocity is
+    piecewise smooth in the parameters, with jumps: this is the Jacobian of
+    the piece the parameters lie on.
     """
 
     def f(p):
@@ -207,24 +233,19 @@ def mjx_velocity_jacobian(
     return v, jac
 
 
-@eqx.filter_jit
-def mjx_residuals_jacobian(
-    sim: _strike.StrikeSim, strikes: Float[Array, "n 3"], velocities: Float[Array, "n 3"], z: Float[Array, "3"]
-) -> tuple[Float[Array, "3n"], Float[Array, "3n 3"]]:
-    """Residuals (3n,) of `identify_mjx`'s loss at logits z and their forward-mode Jacobian (3n, 3) w.r.t. z.
-
-    Compiled once per (scene, n); a caller may call it once beforehand to time the compilation.
-    """
+def _residual_terms(sim: _strike.StrikeSim, strikes, velocities, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals (3n,) of `identify_mjx`'s loss at logits z, and their Jacobian (3n, 3) w.r.t. z (chain rule)."""
+    n = len(velocities)
     length = geo.characteristic_length(sim.shape)
-    n = strikes.shape[0]
-
-    def residuals(z):
-        v = jax.vmap(mjx_post_velocity, in_axes=(None, 0, None))(sim, strikes, _params_of_logits(sim, z))
-        r = (speed_residuals(v, velocities, length) / math.sqrt(n)).reshape(-1)
-        return r, r
-
-    jac, r = jax.jacfwd(residuals, has_aux=True)(z)
-    return r, jac
+    z = jnp.asarray(z, strikes.dtype)
+    params, dp_dz = _params_of_logits(sim, z), jax.jacfwd(lambda z: _params_of_logits(sim, z))(z)
+    v, dv_dp = mjx_velocity_jacobian(sim, strikes, params)
+    y = np.asarray(velocities, np.float64)
+    w = np.array([1.0, 1.0, length])
+    scale = np.maximum(np.linalg.norm(y * w, axis=-1), 1e-12) * math.sqrt(n)  # as in `speed_residuals`
+    r = ((np.asarray(v, np.float64) - y) * w / scale[:, None]).reshape(-1)
+    jac = (np.asarray(dv_dp, np.float64) * w[None, :, None] / scale[:, None, None]).reshape(-1, 3)
+    return r, jac @ np.asarray(dp_dz, np.float64)
 
 
 def identify_mjx(
@@ -236,6 +257,7 @@ def identify_mjx(
     starts: int = 3,
     iterations: int = 12,
     damping: float = 1e-2,
+    x64: bool = True,
 ) -> Identified:
     """Identify (μ1, μ2, e1) by Levenberg-Marquardt through MJX strikes (the "MJX + gradients" baseline).
 
@@ -243,9 +265,10 @@ def identify_mjx(
     `space.from_unit(sigmoid(z))`, z clipped to ±4), so every step stays in
     the prior.  The residuals are the fit events' `speed_residuals` / √n, whose
     squared norm is the mean squared relative error; their Jacobian comes from
-    forward mode through MJX (`mjx_velocity_jacobian`'s reasoning).  A step
-    solves (JᵀJ + λ·diag(JᵀJ) + λ·1e-6) δ = −Jᵀr; it is kept if the loss
-    drops (λ /= 3) and else refused (λ *= 4); every trial costs one call of the
+    forward mode through MJX (`mjx_velocity_jacobian`, the one compiled
+    function it calls), in float64 unless `x64` is false (see `as_float64`).  A step solves
+    (JᵀJ + λ·diag(JᵀJ) + λ·1e-6) δ = −Jᵀr; it is kept if the loss drops
+    (λ /= 3) and else refused (λ *= 4); every trial costs one call of the
     compiled residual-and-Jacobian function.  The first start is the prior's
     centre, the others are drawn from `key` in the middle 80 % of the cube.
 
@@ -256,38 +279,42 @@ def identify_mjx(
         starts: number of starts.
         iterations: trials (evaluations of residuals and Jacobian) per start.
         damping: initial λ.
+        x64: run MJX in float64 (right tangents; a separate compilation).
 
     Returns:
-        `Identified` of the best start.
+        `Identified` of the best start; `iterations` counts the trials of all starts.
     """
-    s = jnp.asarray(strikes, jnp.float32)
-    y = jnp.asarray(velocities, jnp.float32)
-    u0 = np.concatenate(
-        [np.full((1, 3), 0.5), np.asarray(jax.random.uniform(key, (starts - 1, 3), minval=0.1, maxval=0.9))]
-    )
+    u_rand = np.asarray(jax.random.uniform(key, (starts - 1, 3), minval=0.1, maxval=0.9), np.float64)
+    u0 = np.concatenate([np.full((1, 3), 0.5), u_rand])
     best_z, best_loss, finals, trials = None, math.inf, [], 0
-    for z in np.log(u0 / (1 - u0)):
-        r, jac = (np.asarray(a, np.float64) for a in mjx_residuals_jacobian(sim, s, y, jnp.asarray(z, jnp.float32)))
-        trials += 1
-        cost, lam = float(r @ r), damping
-        for _ in range(iterations - 1):
-            jtj = jac.T @ jac
-            a = jtj + lam * (np.diag(np.diag(jtj)) + 1e-6 * np.eye(len(z)))
-            z_new = np.clip(z + np.linalg.solve(a, -jac.T @ r), -_Z_MAX, _Z_MAX)
-            r_new, jac_new = (
-                np.asarray(t, np.float64) for t in mjx_residuals_jacobian(sim, s, y, jnp.asarray(z_new, jnp.float32))
-            )
+    with jax.enable_x64(x64):
+        dtype = jnp.float64 if x64 else jnp.float32
+        sim_ = as_float64(sim) if x64 else sim
+        s = jnp.asarray(strikes, dtype)
+
+        def terms(z):
+            return _residual_terms(sim_, s, velocities, z)
+
+        for z in np.log(u0 / (1 - u0)):
+            r, jac = terms(z)
             trials += 1
-            cost_new = float(r_new @ r_new)
-            if np.isfinite(cost_new) and cost_new < cost:
-                z, r, jac, cost, lam = z_new, r_new, jac_new, cost_new, lam / 3
-            else:
-                lam *= 4
-        finals.append(cost)
-        if cost < best_loss:
-            best_z, best_loss = z, cost
+            cost, lam = float(r @ r), damping
+            for _ in range(iterations - 1):
+                jtj = jac.T @ jac
+                a = jtj + lam * (np.diag(np.diag(jtj)) + 1e-6 * np.eye(len(z)))
+                z_new = np.clip(z + np.linalg.solve(a, -jac.T @ r), -_Z_MAX, _Z_MAX)
+                r_new, jac_new = terms(z_new)
+                trials += 1
+                cost_new = float(r_new @ r_new)
+                if np.isfinite(cost_new) and cost_new < cost:
+                    z, r, jac, cost, lam = z_new, r_new, jac_new, cost_new, lam / 3
+                else:
+                    lam *= 4
+            finals.append(cost)
+            if cost < best_loss:
+                best_z, best_loss = z, cost
     return Identified(
-        params=np.asarray(_params_of_logits(sim, jnp.asarray(best_z)), np.float64),
+        params=np.asarray(sim.space.from_unit(1 / (1 + np.exp(-best_z))), np.float64),
         loss=best_loss,
         iterations=trials,
         evaluations=trials * len(strikes),
@@ -317,11 +344,12 @@ class VelocityMLP(eqx.Module):
 
     The network predicts the speed vector (vx, vy, r·ωz) divided by `scale`
     (the RMS speed of the training targets), so its outputs are of order one.
-    Call on one strike (3,) → velocity (3,); batch with `jax.vmap`.
+    Call on one strike (3,) → velocity (3,); batch with `jax.vmap`.  Only
+    `mlp` is trained; `scale` is an array so that a new value does not recompile.
     """
 
     mlp: eqx.nn.MLP
-    scale: float = eqx.field(static=True)
+    scale: Float[Array, ""]
     length: float = eqx.field(static=True)
 
     def __call__(self, strike: Float[Array, "3"]) -> Float[Array, "3"]:
@@ -350,7 +378,8 @@ def _init_mlp(strikes, targets, length: float, key: PRNGKeyArray, scale: float |
     if scale is None:
         scale = float(jnp.sqrt(jnp.mean(jnp.sum(speed_vector(targets, length) ** 2, axis=-1))))
     mlp = eqx.nn.MLP(4, 3, config.width, config.depth, activation=jax.nn.gelu, key=key)
-    return VelocityMLP(mlp=mlp, scale=max(float(scale), 1e-6), length=float(length)), strikes, targets
+    scale = jnp.asarray(max(float(scale), 1e-6), jnp.float32)
+    return VelocityMLP(mlp=mlp, scale=scale, length=float(length)), strikes, targets
 
 
 def train_velocity_mlp(
@@ -437,11 +466,14 @@ def _mlp_loss(model: VelocityMLP, strikes, targets, weights):
 @eqx.filter_jit
 def _fit(model: VelocityMLP, strikes, targets, weights, steps: int, learning_rate, weight_decay) -> VelocityMLP:
     opt = optax.adam(learning_rate)
-    params, static = eqx.partition(model, eqx.is_inexact_array)
+    params, static = eqx.partition(model.mlp, eqx.is_inexact_array)
+
+    def with_mlp(p):
+        return eqx.tree_at(lambda m: m.mlp, model, eqx.combine(p, static))
 
     def loss(p):
         l2 = sum(jnp.sum(w**2) for w in jax.tree.leaves(p))
-        return _mlp_loss(eqx.combine(p, static), strikes, targets, weights) + weight_decay * l2
+        return _mlp_loss(with_mlp(p), strikes, targets, weights) + weight_decay * l2
 
     def step(carry, _):
         params, opt_state = carry
@@ -450,7 +482,7 @@ def _fit(model: VelocityMLP, strikes, targets, weights, steps: int, learning_rat
         return (optax.apply_updates(params, updates), opt_state), None
 
     (params, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=steps)
-    return eqx.combine(params, static)
+    return with_mlp(params)
 
 
 @eqx.filter_jit
