@@ -25,12 +25,12 @@ def compare_engines(shape: str, n: int, seed: int) -> dict:
     k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
     strikes = np.asarray(sample_strikes(n, key=k1), np.float64)
     params = np.asarray(sim.space.sample(n, key=k2), np.float64)
-    fn = jax.jit(jax.vmap(lambda s, p: _strike.simulate_strike(sim, s, p)))
+    s, p = jnp.asarray(strikes), jnp.asarray(params)
     t0 = time.perf_counter()
-    compiled = fn.lower(jnp.asarray(strikes), jnp.asarray(params)).compile()
+    compiled = _strike.simulate_strikes_mjx.lower(sim, s, p).compile()
     t_compile = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ev_mjx = jax.block_until_ready(compiled(jnp.asarray(strikes), jnp.asarray(params)))
+    ev_mjx = jax.block_until_ready(compiled(sim, s, p))
     t_mjx = time.perf_counter() - t0
     _strike.simulate_strikes_c(sim, strikes, params)  # warm-up: its JAX helpers compile once
     t0 = time.perf_counter()

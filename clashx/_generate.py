@@ -94,7 +94,6 @@ class _StrikeJob:
     def __init__(self, config: GenerateConfig):
         self.config = config
         self.sim = _strike.make_strike_sim(config.shape)
-        self._mjx = None
 
     def meta(self) -> dict:
         return {
@@ -114,14 +113,12 @@ class _StrikeJob:
         if cfg.engine == "c":
             ev = _strike.simulate_strikes_c(self.sim, strikes, params, to_rest=cfg.to_rest)
         else:
-            if self._mjx is None:
-                fn = jax.vmap(lambda s, p: _strike.simulate_strike(self.sim, s, p, to_rest=cfg.to_rest))
-                self._mjx = jax.jit(fn)
             n = len(strikes)
             pad = cfg.chunk_size - n  # a short last chunk is padded: one compiled shape
             s = np.concatenate([strikes, np.repeat(strikes[-1:], pad, 0)])
             p = np.concatenate([params, np.repeat(params[-1:], pad, 0)])
-            ev = jax.tree.map(lambda a: np.asarray(a)[:n], self._mjx(jnp.asarray(s), jnp.asarray(p)))
+            ev = _strike.simulate_strikes_mjx(self.sim, jnp.asarray(s), jnp.asarray(p), to_rest=cfg.to_rest)
+            ev = jax.tree.map(lambda a: np.asarray(a)[:n], ev)
         touched = np.asarray(ev.touched)
         nan_if_missed = lambda a: np.where(touched.reshape(-1, *[1] * (np.ndim(a) - 1)), a, np.nan)  # noqa: E731
         start = np.broadcast_to(np.asarray(_strike.block_pose(self.sim.block_rest)), (len(strikes), 3))
