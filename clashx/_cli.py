@@ -104,7 +104,7 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
     from ._finetune import FinetuneConfig
     from ._workflow import run_finetune
 
-    config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull)
+    config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
     r = run_finetune(a.model, a.real, a.select, a.params, a.out, seed=a.seed, config=config)
     print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
     return 0
@@ -198,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-steps", type=int, default=200)
     f.add_argument("--folds", type=int, default=5)
     f.add_argument("--pull", type=float, default=1e-3, help="weight of the L2 pull toward the pretrained weights")
+    f.add_argument(
+        "--scope",
+        choices=("head", "affine", "all"),
+        default="head",
+        help="which weights move (default: the last layer)",
+    )
     f.add_argument("--seed", type=int, default=0)
     f.set_defaults(func=_cmd_finetune)
 

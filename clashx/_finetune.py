@@ -34,6 +34,10 @@ class FinetuneConfig:
         folds: cross-validation folds within the fitting events (at most one per event).
         pull: weight of the L2 pull toward the pretrained weights (0: none).
         min_gain: relative drop of the mean held-out loss a step count must bring to be taken.
+        scope: which weights move: "head" (the MLP's last layer and the output
+            normalisers: a few hundred numbers, what ten noisy events can pin
+            down), "affine" (the output normalisers only: a per-component gain
+            and offset) or "all".
     """
 
     lr: float = 3e-4
@@ -41,6 +45,11 @@ class FinetuneConfig:
     folds: int = 5
     pull: float = 1e-3
     min_gain: float = 0.02
+    scope: str = "head"
+
+    def __post_init__(self):
+        if self.scope not in ("head", "affine", "all"):
+            raise ValueError(f"fine-tuning scope {self.scope!r}: expected 'head', 'affine' or 'all'")
 
 
 def _weighted_loss(model: Surrogate, base: Surrogate, strikes, velocities, params, weights, pull: float, length: float):
@@ -56,10 +65,21 @@ def _weighted_loss(model: Surrogate, base: Surrogate, strikes, velocities, param
     return fit + pull * sum(jax.tree.leaves(diff))
 
 
+def _trainable(model: Surrogate, scope: str):
+    """A filter spec (a pytree of bools) of the weights that fine-tuning moves."""
+    if scope == "all":
+        return jax.tree.map(eqx.is_inexact_array, model)
+    spec = jax.tree.map(lambda _: False, model)
+    if scope == "affine":
+        return eqx.tree_at(lambda m: (m.out_mean, m.out_std), spec, replace=(True, True))
+    last = lambda m: (m.mlp.layers[-1].weight, m.mlp.layers[-1].bias, m.out_mean, m.out_std)  # noqa: E731
+    return eqx.tree_at(last, spec, replace=(True,) * 4)
+
+
 def _train_curve(base, strikes, velocities, params, train_w, eval_w, config: FinetuneConfig, length: float):
     """Train from `base` on `train_w`-weighted events; held-out loss on `eval_w` before each step and after the last."""
     opt = optax.adam(config.lr)
-    params_base, static = eqx.partition(base, eqx.is_inexact_array)
+    params_base, static = eqx.partition(base, _trainable(base, config.scope))
 
     def eval_loss(p):
         return _weighted_loss(eqx.combine(p, static), base, strikes, velocities, params, eval_w, 0.0, length)
