@@ -13,55 +13,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from clashx import _geometry as geo
-from clashx import _metrics, _strike
-from clashx._generate import sample_strikes
+from clashx._demo import compare_engines
 
 
 def run(shape: str, n: int, to_rest: bool, seed: int, repeats: int) -> dict:
-    sim = _strike.make_strike_sim(shape)
-    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
-    strikes = np.asarray(sample_strikes(n, key=k1), np.float64)
-    params = np.asarray(sim.space.sample(n, key=k2), np.float64)
-    s, p = jnp.asarray(strikes), jnp.asarray(params)
-    t0 = time.perf_counter()
-    compiled = _strike.simulate_strikes_mjx.lower(sim, s, p, to_rest=to_rest).compile()
-    t_compile = time.perf_counter() - t0
-    t_mjx = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        ev_mjx = jax.block_until_ready(compiled(sim, s, p, to_rest=to_rest))
-        t_mjx.append(time.perf_counter() - t0)
-    _strike.simulate_strikes_c(sim, strikes[:n], params[:n], to_rest=to_rest)  # its JAX helpers compile
-    t_c = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        ev_c = _strike.simulate_strikes_c(sim, strikes, params, to_rest=to_rest)
-        t_c.append(time.perf_counter() - t0)
-    err = np.asarray(
-        _metrics.relative_error(ev_mjx.post_velocity, ev_c.post_velocity, geo.characteristic_length(shape))
-    )
-    mjx_s, c_s = min(t_mjx), min(t_c)
-    return {
-        "shape": shape,
-        "n": n,
-        "to_rest": to_rest,
+    r = compare_engines(shape, n, seed, to_rest=to_rest, repeats=repeats)
+    return r | {
         "device": f"{jax.default_backend()}: {jax.devices()[0].device_kind}",
         "cpu_cores": os.cpu_count(),
-        "mjx_compile_s": t_compile,
-        "mjx_run_s": mjx_s,
-        "c_run_s": c_s,
-        "mjx_collisions_per_s": n / mjx_s,
-        "c_collisions_per_s": n / c_s,
-        "ratio_mjx_over_c_time": mjx_s / c_s,
-        "mjx_vs_c_alpha_0.1": float(np.mean(err <= 0.1)),
-        "mjx_vs_c_median_rel_err": float(np.median(err)),
+        "mjx_collisions_per_s": n / r["mjx_run_s"],
+        "c_collisions_per_s": n / r["c_run_s"],
+        "ratio_mjx_over_c_time": r["mjx_run_s"] / r["c_run_s"],
+        "mjx_vs_c_alpha_0.1": r["agree_alpha_0.1"],
+        "mjx_vs_c_median_rel_err": r["median_rel_err"],
     }
 
 

@@ -144,6 +144,18 @@ def atomic_savez(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None
         raise
 
 
+def read_npz(path: str | os.PathLike, what: str = ".npz file") -> dict[str, np.ndarray]:
+    """All arrays of an .npz file (no pickles), or an EventFileError naming the file and what it should be."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise EventFileError(f"{path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as e:  # a truncated, pickled or foreign file
+        raise EventFileError(f"{path}: not a readable {what} ({e}); save it with numpy.savez") from None
+
+
 def save_events(path: str | os.PathLike, events: dict[str, Any]) -> None:
     """Validate `events` and write them to `path` atomically (nothing is half-written)."""
     atomic_savez(path, validate_events(events, where=str(path)))
@@ -155,13 +167,7 @@ def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, 
     Returns a dict of arrays; `meta` is returned parsed, as a dict, under `meta`.
     """
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise EventFileError(f"{path}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            raw = {k: z[k] for k in z.files}
-    except Exception as e:  # a truncated or foreign file
-        raise EventFileError(f"{path}: not a readable .npz event file ({e})") from None
+    raw = read_npz(path, ".npz event file")
     if str(raw.get("format", "")) != FORMAT:
         raise EventFileError(f"{path}: 'format' is {str(raw.get('format', 'missing'))!r}; expected {FORMAT!r}")
     events = validate_events(raw, where=path)

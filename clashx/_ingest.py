@@ -87,7 +87,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._events import EventFileError, validate_events
+from ._events import EventFileError, read_npz, validate_events
 from ._geometry import SHAPES, STRIKE_NAMES, STRIKE_RANGES, footprint_com
 
 RELEASE_AFTER = 0.02  # s from first touch to the arm pulling the striker away (SCENE.md)
@@ -617,11 +617,5 @@ def ingest_strike_file(path: str | os.PathLike) -> dict[str, np.ndarray]:
         EventFileError: for a missing or unreadable file and for any bad content (names file, strike and fix).
     """
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise EventFileError(f"{path}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            raw = {k: z[k] for k in z.files}
-    except Exception as e:  # a truncated, pickled or foreign file
-        raise EventFileError(f"{path}: not a readable .npz strike recording ({e})") from None
+    raw = read_npz(path, ".npz strike recording")
     return ingest_strike_lab(raw, where=path)

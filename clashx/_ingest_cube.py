@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _toss
-from ._events import EventFileError
+from ._events import EventFileError, read_npz
 
 MARGIN = 0.002  # m: frames with the lowest corner this close to the table are not used as free flight
 MIN_FLIGHT_FRAMES = 4  # frames of free flight needed to fit one
@@ -79,13 +79,7 @@ class CubeTracks:
 
 
 def _read(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if not os.path.exists(path):
-        raise EventFileError(f"{path}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            raw = {k: z[k] for k in z.files}
-    except Exception as e:
-        raise EventFileError(f"{path}: not a readable .npz file ({e}); save it with numpy.savez") from None
+    raw = read_npz(path, ".npz cube-toss file")
     missing = [k for k in ("states", "offsets", "toss_ids") if k not in raw]
     if missing:
         raise EventFileError(
