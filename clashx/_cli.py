@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--scope",
         choices=("head", "affine", "all"),
         default="head",
-        help="which weights move (default: the last layer)",
+        help="which weights move (default head: the last layer and the output scales)",
     )
     f.add_argument("--seed", type=int, default=0)
     f.set_defaults(func=_cmd_finetune)
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         return a.func(a)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"clashx {a.command}: error: {e}", file=sys.stderr)
         return 2
 

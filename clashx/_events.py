@@ -134,6 +134,8 @@ def atomic_savez(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a finished file gets the usual mode

@@ -48,6 +48,10 @@ class FinetuneConfig:
     scope: str = "head"
 
     def __post_init__(self):
+        if self.folds < 2 or self.max_steps < 0 or not self.lr > 0:
+            raise ValueError(
+                f"fine-tuning needs folds >= 2, max_steps >= 0 and lr > 0 (got {self.folds}, {self.max_steps}, {self.lr})"
+            )
         if self.scope not in ("head", "affine", "all"):
             raise ValueError(f"fine-tuning scope {self.scope!r}: expected 'head', 'affine' or 'all'")
 

@@ -114,7 +114,7 @@ class _StrikeJob:
             ev = _strike.simulate_strikes_c(self.sim, strikes, params, to_rest=cfg.to_rest)
         else:
             n = len(strikes)
-            pad = cfg.chunk_size - n  # a short last chunk is padded: one compiled shape
+            pad = min(cfg.chunk_size, cfg.n) - n  # a short last chunk is padded: one compiled shape
             s = np.concatenate([strikes, np.repeat(strikes[-1:], pad, 0)])
             p = np.concatenate([params, np.repeat(params[-1:], pad, 0)])
             ev = _strike.simulate_strikes_mjx(self.sim, jnp.asarray(s), jnp.asarray(p), to_rest=cfg.to_rest)

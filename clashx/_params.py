@@ -50,12 +50,15 @@ class ParamSpace(eqx.Module):
         n = len(self.names)
         if not (len(self.low) == len(self.high) == len(self.targets) == len(self.log_scale) == n):
             raise ValueError("ParamSpace: names, low, high, targets and log_scale must have one entry per parameter")
-        for name, lo, hi in zip(self.names, self.low, self.high):
+        for name, lo, hi, log in zip(self.names, self.low, self.high, self.log_scale):
             if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
                 raise ValueError(f"ParamSpace: parameter {name!r} has an empty range [{lo}, {hi}]")
+            if log and lo <= 0:
+                raise ValueError(f"ParamSpace: parameter {name!r} is log-scaled but its range [{lo}, {hi}] reaches 0")
 
     @property
     def size(self) -> int:
+        """Number of parameters."""
         return len(self.names)
 
     def describe(self) -> dict:
@@ -104,6 +107,8 @@ class ParamSpace(eqx.Module):
         """Map the unit cube onto the prior box (log-uniformly where `log_scale`)."""
         lo, hi = jnp.asarray(self.low), jnp.asarray(self.high)
         lin = lo + u * (hi - lo)
+        is_log = jnp.asarray(self.log_scale)
+        lo, hi = jnp.where(is_log, lo, 1.0), jnp.where(is_log, hi, 2.0)  # keep the unused log branch finite
         log = jnp.exp(jnp.log(lo) + u * (jnp.log(hi) - jnp.log(lo)))
         return jnp.where(jnp.asarray(self.log_scale), log, lin)
 
@@ -111,7 +116,9 @@ class ParamSpace(eqx.Module):
         """Inverse of `from_unit`."""
         lo, hi = jnp.asarray(self.low), jnp.asarray(self.high)
         lin = (values - lo) / (hi - lo)
-        log = (jnp.log(values) - jnp.log(lo)) / (jnp.log(hi) - jnp.log(lo))
+        is_log = jnp.asarray(self.log_scale)
+        v, lo, hi = jnp.where(is_log, values, 1.0), jnp.where(is_log, lo, 1.0), jnp.where(is_log, hi, 2.0)
+        log = (jnp.log(v) - jnp.log(lo)) / (jnp.log(hi) - jnp.log(lo))
         return jnp.where(jnp.asarray(self.log_scale), log, lin)
 
     def _row(self, mj_model: mujoco.MjModel, target: Target) -> int:

@@ -5,7 +5,7 @@ event file from `clashx generate`, holding out a validation split, and writes
 the run folder:
 
     RUN/surrogate.eqx, RUN/surrogate.json   the model and its metadata
-    RUN/checkpoint.eqx, RUN/checkpoint.json  the training state after each epoch (resume)
+    RUN/checkpoint.json, RUN/checkpoint-E.eqx  the training state after epoch E (resume)
     RUN/metrics.json                         validation error per epoch and at the end
 
 A killed run resumes from its last epoch when started again with the same
@@ -29,6 +29,7 @@ import optax
 from . import _geometry as geo
 from . import _metrics
 from ._events import load_events
+from ._io import write_json
 from ._params import ParamSpace
 from ._surrogate import Surrogate, make_surrogate, mirror, predict, save_surrogate, velocity_loss
 
@@ -144,7 +145,7 @@ def pretrain(config: PretrainConfig, *, progress: Callable[[int, int, dict], Non
 
     run = config.out
     os.makedirs(run, exist_ok=True)
-    ckpt, ckpt_meta = os.path.join(run, "checkpoint.eqx"), os.path.join(run, "checkpoint.json")
+    ckpt_meta = os.path.join(run, "checkpoint.json")
     cfg_json = dataclasses.asdict(config)
     if os.path.exists(ckpt_meta):
         with open(ckpt_meta) as f:
@@ -154,7 +155,7 @@ def pretrain(config: PretrainConfig, *, progress: Callable[[int, int, dict], Non
                 f"{run} holds a training run with other settings ({saved['config']}); "
                 "rerun with those flags to resume, or choose another --out"
             )
-        model, opt_state = eqx.tree_deserialise_leaves(ckpt, (model, opt_state))
+        model, opt_state = eqx.tree_deserialise_leaves(os.path.join(run, saved["weights"]), (model, opt_state))
         start_epoch, history = saved["epoch"], saved["history"]
 
     @eqx.filter_jit
@@ -176,18 +177,20 @@ def pretrain(config: PretrainConfig, *, progress: Callable[[int, int, dict], Non
         metrics = {"epoch": epoch + 1, "train_loss": float(jnp.mean(jnp.stack(losses)))}
         metrics |= {"val_" + k: v for k, v in validation_report(model, strikes[val], params[val], vel[val]).items()}
         history.append(metrics)
-        tmp = ckpt + ".tmp"
-        eqx.tree_serialise_leaves(tmp, (model, opt_state))
-        os.replace(tmp, ckpt)
-        with open(ckpt_meta + ".tmp", "w") as f:
-            json.dump({"config": cfg_json, "epoch": epoch + 1, "history": history}, f, indent=1)
-        os.replace(ckpt_meta + ".tmp", ckpt_meta)
+        # weights under a new name first, then the JSON that points to them: a kill at any
+        # moment leaves a JSON naming a complete weights file of the same epoch
+        weights = f"checkpoint-{epoch + 1:04d}.eqx"
+        eqx.tree_serialise_leaves(os.path.join(run, weights + ".tmp"), (model, opt_state))
+        os.replace(os.path.join(run, weights + ".tmp"), os.path.join(run, weights))
+        write_json(ckpt_meta, {"config": cfg_json, "epoch": epoch + 1, "weights": weights, "history": history})
+        for old in os.listdir(run):
+            if old.startswith("checkpoint-") and old.endswith(".eqx") and old != weights:
+                os.remove(os.path.join(run, old))
         if progress is not None:
             progress(epoch + 1, config.epochs, metrics)
 
     final = validation_report(model, strikes[val], params[val], vel[val])
     result = {"validation": final, "n_train_events": int(len(train)), "n_val_events": int(len(val)), "history": history}
     save_surrogate(run, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
-    with open(os.path.join(run, "metrics.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    write_json(os.path.join(run, "metrics.json"), result)
     return result

@@ -47,7 +47,7 @@ class StrikeEvent(eqx.Module):
     Attributes:
         post_velocity: (vx, vy, ωz) of the block frame's origin in the block
             frame at release, m/s and rad/s; zeros if the striker missed.
-        t_touch: first touch, s after launch.
+        t_touch: first touch, s after launch (NaN if the striker missed).
         t_release: t_touch + RELEASE_AFTER, s after launch: the contact window is [t_touch, t_release].
         touched: whether the striker touched the block.
         rest_pose: block pose (x, y, yaw) in the world at MAX_TIME, m and rad.
@@ -263,12 +263,14 @@ def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -
     zero = jnp.zeros(())
     init = (data, jnp.array(-1), zero, zero, qpos0, qvel0, qpos0, qvel0)
     (data, touch_k, depth, closing, q_a, v_a, q_b, v_b), _ = jax.lax.scan(body, init, jnp.arange(sim.n_contact))
-    touched = touch_k >= 0
+    # a touch too late for its release to fall inside the phase counts as a miss (cannot happen
+    # within SCENE.md's ranges: n_contact covers the slowest strike's approach and window)
+    touched = (touch_k >= 0) & (touch_k + n_win <= sim.n_contact)
     post, t_touch, t_release = release_rule(sim, touch_k, depth, closing, q_a, v_a, q_b, v_b)
     return ContactResult(
         post_velocity=jnp.where(touched, post, 0.0),
-        t_touch=t_touch,
-        t_release=t_release,
+        t_touch=jnp.where(touched, t_touch, jnp.nan),
+        t_release=jnp.where(touched, t_release, jnp.nan),
         touched=touched,
         q_end=q_b,
         v_end=v_b,
@@ -390,8 +392,8 @@ def simulate_strikes_c(
     rec = batch.rollout(sim.n_contact, record=("qpos", "qvel", "sensordata"))
     # the touch sensor: found, dist, normal of the deepest contact of the collision pass on state k
     found = rec["sensordata"][:, :, 0] > 0
-    touched = found.any(axis=1)
-    k = np.where(touched, found.argmax(axis=1), 0)
+    k = np.where(found.any(axis=1), found.argmax(axis=1), 0)
+    touched = found.any(axis=1) & (k + sim.n_window <= sim.n_contact)  # as contact_phase
     rows = np.arange(n)
     sens = rec["sensordata"][rows, k]
     v_before = np.where((k > 0)[:, None], rec["qvel"][rows, np.maximum(k - 1, 0)], np.asarray(qvel0))  # state k
@@ -423,14 +425,14 @@ def simulate_strikes_c(
     )
 
 
-def _slide_c(sim: StrikeSim, params, q_rel, v_rel, t_release, nthread: int) -> np.ndarray:
+def _slide_c(sim: StrikeSim, params, q_rel, v_rel, t_start, nthread: int) -> np.ndarray:
     qp, qv = _parked(jnp.asarray(q_rel), jnp.asarray(v_rel))
     batch = mujoco.batch.Batch(sim.mj_slide_model(), nsim=len(q_rel), nthread=nthread)
     sim.space.apply_c(batch, sim.slide_rows, params)
     batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
     batch.bind("qpos")[:] = np.asarray(qp)
     batch.bind("qvel")[:] = np.asarray(qv)
-    batch.bind("time")[:] = t_release
-    n_steps = np.ceil((MAX_TIME - t_release) / sim.settings.dt_slide - 1e-9).astype(int)
+    batch.bind("time")[:] = t_start
+    n_steps = np.ceil((MAX_TIME - t_start) / sim.settings.dt_slide - 1e-9).astype(int)
     rec = batch.rollout(int(n_steps.max()), record=("qpos",))["qpos"]
     return rec[np.arange(len(rec)), n_steps - 1]

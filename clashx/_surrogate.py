@@ -30,14 +30,12 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from . import _geometry as geo
 from ._params import ParamSpace, strike_space
 from ._types import Array, Float, PRNGKeyArray
 
-N_FEATURES = 12  # 9 of the strike, 3 of the parameters (make_surrogate sizes the input to the space)
-_N_STRIKE_FEATURES = 9
+_N_STRIKE_FEATURES = 9  # the parameters add space.size more
 MODEL_FILE = "surrogate.eqx"
 META_FILE = "surrogate.json"
 
@@ -63,6 +61,7 @@ class Surrogate(eqx.Module):
     depth: int = eqx.field(static=True)
 
     def features(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "f"]:
+        """The network's input for one strike and parameter set (module docstring): (9 + p,)."""
         theta, theta1, v_pre = strike[0], strike[1], strike[2]
         point, normal = geo.impact_geometry(self.shape, theta)
         d = geo.strike_direction(self.shape, theta, theta1)
@@ -204,15 +203,11 @@ def velocity_loss(
 ) -> Float[Array, ""]:
     """Mean squared relative error of the speed vectors (the α-accuracy metric's quantity, squared).
 
-    ‖Δu‖² / (‖u‖² + floor²) per event, averaged; `floor` (m/s) keeps events
-    with a near-still block from dominating.
+    ‖Δu‖² / (‖u‖² + floor²) per event, averaged, with u = (vx, vy, length·ωz);
+    `length` is the shape's `characteristic_length` (m); `floor` (m/s) keeps
+    events with a near-still block from dominating.
     """
     w = jnp.array([1.0, 1.0, length])
     du = (pred - true) * w
     u = true * w
     return jnp.mean(jnp.sum(du**2, -1) / (jnp.sum(u**2, -1) + floor**2))
-
-
-def as_numpy(x) -> np.ndarray:
-    """A JAX array as a float64 numpy array (for files and printing)."""
-    return np.asarray(x, np.float64)

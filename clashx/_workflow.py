@@ -20,6 +20,7 @@ from . import _metrics
 from ._events import atomic_savez, load_events, n_events
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
+from ._io import write_json as write_json
 from ._surrogate import Surrogate, load_surrogate, predict, save_surrogate
 
 
@@ -28,11 +29,15 @@ def parse_select(text: str, n: int, where: str) -> np.ndarray:
     try:
         if ":" in text:
             parts = [int(p) if p.strip() else None for p in text.split(":")]
+            if len(parts) > 3:
+                raise ValueError
             rows = np.arange(n)[slice(*parts)]
         else:
             rows = np.array([int(p) for p in text.split(",")], dtype=np.int64)
     except ValueError:
         raise ValueError(f"--select {text!r}: expected a slice like 0:10 or a list like 0,3,7") from None
+    if len(np.unique(rows)) != len(rows):
+        raise ValueError(f"--select {text!r} names a row twice")
     if len(rows) == 0:
         raise ValueError(f"--select {text!r} names no rows of {where} ({n} events)")
     bad = rows[(rows < 0) | (rows >= n)]
@@ -46,23 +51,19 @@ def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np
     ev = load_events(path, scene="strike")
     if str(ev["shape"]) != shape:
         raise ValueError(f"{path}: events of the {str(ev['shape'])!r} block; the model is for {shape!r}")
-    rows = parse_select(select, n_events(ev), path) if select else np.arange(n_events(ev))
-    missed = rows[~ev["touched"][rows] | ~np.isfinite(ev["post_velocity"][rows]).all(1)]
+    usable = ev["touched"] & np.isfinite(ev["post_velocity"]).all(1)
+    if not select:  # every event with a velocity
+        rows = np.flatnonzero(usable)
+        if len(rows) == 0:
+            raise ValueError(f"{path}: no event has a post-impact velocity")
+        return ev["strike"][rows], ev["post_velocity"][rows], rows
+    rows = parse_select(select, n_events(ev), path)
+    missed = rows[~usable[rows]]
     if len(missed):
         raise ValueError(
             f"{path}: row {int(missed[0])} has no post-impact velocity (the striker missed); leave it out of --select"
         )
     return ev["strike"][rows], ev["post_velocity"][rows], rows
-
-
-def write_json(path: str, obj: dict) -> None:
-    """Write JSON atomically."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
 
 
 def read_params(path: str, model: Surrogate) -> np.ndarray:
@@ -74,11 +75,20 @@ def read_params(path: str, model: Surrogate) -> np.ndarray:
         raise ValueError(f"{path}: no such parameter file (write one with `clashx identify`)") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not JSON ({e})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: expected a JSON object with a 'params' object")
+    if "shape" in raw and raw["shape"] != model.shape:
+        raise ValueError(
+            f"{path}: parameters identified for the {raw['shape']!r} block; the model is for {model.shape!r}"
+        )
     values = raw.get("params", raw)
     missing = [n for n in model.space.names if n not in values]
     if missing:
         raise ValueError(f"{path}: missing parameter(s) {missing}; expected {list(model.space.names)}")
-    p = np.array([float(values[n]) for n in model.space.names])
+    try:
+        p = np.array([float(values[n]) for n in model.space.names])
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: parameter values must be numbers, got {values}") from None
     return model.space.check(p, what=path)
 
 
@@ -121,7 +131,6 @@ def run_finetune(
     params = read_params(params_path, model)
     strikes, vel, rows = load_real(real, select, model.shape)
     t0 = time.perf_counter()
-    config = config or FinetuneConfig()
     config = config or FinetuneConfig()
     tuned, report = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
     report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": rows.tolist()}
@@ -212,6 +221,7 @@ def run_predict(model_dir: str, params_path: str | None, events: str, out: str) 
     pred = np.asarray(
         predict(model, jnp.asarray(ev["strike"], jnp.float32), jnp.asarray(params, jnp.float32)), np.float64
     )
+    pred[~ev["touched"]] = np.nan  # a missed strike has no post-impact velocity
     atomic_savez(
         out, {"post_velocity": pred, "strike": ev["strike"], "params": params, "names": np.array(model.space.names)}
     )

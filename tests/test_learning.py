@@ -63,6 +63,73 @@ def test_pretrain_resumes_and_refuses_other_settings(small_data, small_model):
         )
 
 
+def test_pretrain_killed_mid_run_resumes_to_the_same_weights(small_data, tmp_path):
+    cfg = dict(data=str(small_data), epochs=3, batch_size=64, width=16, depth=1)
+    clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "whole"), **cfg))
+
+    def die_after_first(done, total, metrics):
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg), progress=die_after_first)
+    assert json.loads((tmp_path / "cut" / "checkpoint.json").read_text())["epoch"] == 1
+    clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg))
+    whole, cut = clashx.load_surrogate(tmp_path / "whole"), clashx.load_surrogate(tmp_path / "cut")
+    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(cut), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_path, capsys):
+    """The file-level commands run on an event file, write their outputs, and agree with the library."""
+    from clashx._cli import main
+
+    run, data = str(small_model), str(small_data)
+    params = str(tmp_path / "params.json")
+    assert main(["identify", "--model", run, "--real", data, "--select", "0:10", "--out", params, "--starts", "8"]) == 0
+    written = json.loads(open(params).read())
+    assert (
+        written["shape"] == "square"
+        and written["rows"] == list(range(10))
+        and set(written["params"]) == {"mu1", "mu2", "e1"}
+    )
+    tuned = str(tmp_path / "tuned")
+    assert (
+        main(
+            [
+                "finetune",
+                "--model",
+                run,
+                "--real",
+                data,
+                "--select",
+                "0:10",
+                "--params",
+                params,
+                "--out",
+                tuned,
+                "--max-steps",
+                "20",
+            ]
+        )
+        == 0
+    )
+    out = str(tmp_path / "eval.json")
+    assert main(["evaluate", "--model", tuned, "--real", data, "--select", "10:60", "--json", out]) == 0
+    result = json.loads(open(out).read())
+    assert (tmp_path / "eval.png").exists() and result["n_events"] == 50
+    ev = clashx.load_events(data)
+    model = clashx.load_surrogate(tuned)
+    p = np.array([written["params"][n] for n in ("mu1", "mu2", "e1")])
+    pred = np.asarray(clashx.predict(model, ev["strike"][10:60], p))
+    expect = clashx.alpha_accuracy(pred, ev["post_velocity"][10:60], geo.characteristic_length("square"), 0.1)
+    assert abs(result["alpha_accuracy"] - expect) < 1e-9
+    assert main(["predict", "--model", tuned, "--events", data, "--out", str(tmp_path / "pred.npz")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "pred.npz")["post_velocity"][10:60], pred, rtol=1e-5, atol=1e-6)
+    assert main(["identify", "--model", run, "--real", data, "--select", "1,1", "--out", params]) == 2
+    assert "names a row twice" in capsys.readouterr().err
+
+
 def test_mirror_flips_vx_and_wz():
     s, v = _surrogate.mirror(jnp.array([[0.3, 0.1, 0.5]]), jnp.array([[1.0, 2.0, 3.0]]))
     np.testing.assert_allclose(np.asarray(s), [[np.pi - 0.3, -0.1, 0.5]], atol=1e-6)

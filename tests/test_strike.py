@@ -152,4 +152,5 @@ def test_contact_onset_is_resolved_below_one_step(strike_sims):
     rest_z = float(sim.block_rest[2])  # the settled block is a few µm lower; the striker flies level
     assert abs(rest_z - geo.HEIGHT / 2) < 1e-4
     np.testing.assert_allclose(ev.t_touch, geo.GAP / strikes[:, 2], atol=ONSET_TOL)
-    np.testing.assert_allclose(ev.t_release - ev.t_touch, _strike.RELEASE_AFTER, atol=1e-6)  # float32 rule
+    # a head-on push on the +y face sends the block along -y
+    assert np.all(np.isfinite(ev.post_velocity)) and np.all(ev.post_velocity[:, 1] < 0)  # pushed along -y
