@@ -87,12 +87,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._events import EventFileError, read_npz, validate_events
-from ._geometry import SHAPES, STRIKE_NAMES, STRIKE_RANGES, footprint_com
+from ._events import read_npz, validate_events
+from ._geometry import footprint_com
+from ._ingest_checks import MIN_SLIDE_SAMPLES as MIN_SLIDE_SAMPLES
+from ._ingest_checks import RELEASE_AFTER as RELEASE_AFTER
+from ._ingest_checks import REQUIRED_KEYS as REQUIRED_KEYS
+from ._ingest_checks import check_recording
 
-RELEASE_AFTER = 0.02  # s from first touch to the arm pulling the striker away (SCENE.md)
 NOISE = (5e-4, 4e-3)  # default motion-capture noise std: position (m), yaw (rad) (SCENE.md)
-MIN_SLIDE_SAMPLES = 4  # samples at or after release that a touched strike needs
 REST_SAMPLES = 5  # last samples averaged into the rest pose
 TOUCH_GUARD = 0.01  # s: samples this close before first touch may already move (contact begins at a margin)
 MAX_DECELERATION = 15.0  # m/s², bound on the slide's deceleration: μ2 ≤ 1 gives 9.81
@@ -102,8 +104,6 @@ MIN_POOLED = 3  # well-measured strikes needed to pool a prior term
 MIN_POOLED_VEER_LAW = 15  # ... and to resolve how the veer depends on the heading
 WELL_MEASURED_SAMPLES = 12  # slide (or spin) samples that make a strike well measured
 _STOP_RANGE = (1 / 480, 10.0)  # s, range of stop times searched
-
-REQUIRED_KEYS = ("offsets", "t", "block_pose", "strike", "touched", "t_first_touch", "shape")
 
 
 class SlidePrior(NamedTuple):
@@ -406,82 +406,6 @@ def slide_prior(fits: list[SlideFit], noise=NOISE) -> SlidePrior:
 # -- validation and ingestion ------------------------------------------------------------------------
 
 
-def _check(raw: dict[str, Any], where: str) -> tuple[str, np.ndarray]:
-    """Validate a recording (module docs); return (shape, offsets). Raises EventFileError."""
-
-    def fail(what: str) -> EventFileError:
-        return EventFileError(f"{where}: {what}")
-
-    missing = [k for k in REQUIRED_KEYS if k not in raw]
-    if missing:
-        raise fail(f"missing key(s) {missing}; a strike recording needs {list(REQUIRED_KEYS)} (clashx._ingest docs)")
-    shape = str(np.asarray(raw["shape"]))
-    if shape not in SHAPES:
-        raise fail(f"'shape' is {shape!r}; expected one of {list(SHAPES)}")
-    offsets, t = np.asarray(raw["offsets"]), np.asarray(raw["t"])
-    if offsets.ndim != 1 or len(offsets) < 2 or not np.issubdtype(offsets.dtype, np.integer):
-        raise fail(f"'offsets' must be N+1 >= 2 integers; got shape {offsets.shape}, dtype {offsets.dtype}")
-    n = len(offsets) - 1
-    if offsets[0] != 0:
-        raise fail(f"'offsets'[0] is {offsets[0]}; it must be 0 (strike 0 starts at sample 0)")
-    if (np.diff(offsets) <= 0).any():
-        row = int(np.argmax(np.diff(offsets) <= 0))
-        raise fail(f"strike {row}: 'offsets' do not increase ({offsets[row]}, {offsets[row + 1]}); give it its samples")
-    if t.ndim != 1 or offsets[-1] != len(t):
-        raise fail(f"'offsets'[-1] is {offsets[-1]} but 't' has shape {t.shape}; it must end at the track length")
-    tails = {"block_pose": (len(t), 3), "striker_xy": (len(t), 2), "strike": (n, 3), "start_pose": (n, 3)}
-    tails |= {"final_pose": (n, 3), "post_velocity_true": (n, 3), "touched": (n,), "t_first_touch": (n,)}
-    tails |= {"mocap_hz": (), "lab": ()}
-    for key, want in tails.items():
-        if key in raw and np.asarray(raw[key]).shape != want:
-            raise fail(
-                f"{key!r} has shape {np.asarray(raw[key]).shape}; expected {want} (N = {n} strikes, {len(t)} samples)"
-            )
-
-    def row_of(sample: int) -> int:
-        return int(np.searchsorted(offsets, sample, side="right") - 1)
-
-    for key in ("t", "block_pose", "striker_xy"):
-        if key in raw:
-            arr = np.asarray(raw[key], dtype=np.float64).reshape(len(t), -1)
-            bad = ~np.isfinite(arr).all(1)
-            if bad.any():
-                k = int(np.argmax(bad))
-                raise fail(f"strike {row_of(k)}: {key!r} sample {k} is not finite ({arr[k]}); drop or interpolate it")
-    t = t.astype(np.float64)
-    late = np.flatnonzero((np.diff(t) <= 0) & np.isin(np.arange(1, len(t)), offsets, invert=True))
-    if len(late):
-        k = int(late[0]) + 1
-        raise fail(f"strike {row_of(k)}: 't' does not increase at sample {k} ({t[k - 1]}, {t[k]}); sort the track")
-    strike = np.asarray(raw["strike"], dtype=np.float64)
-    for j, name in enumerate(STRIKE_NAMES):
-        lo, hi = STRIKE_RANGES[name]
-        bad = ~((strike[:, j] >= lo - 1e-9) & (strike[:, j] <= hi + 1e-9))
-        if bad.any():
-            row = int(np.argmax(bad))
-            raise fail(
-                f"strike {row}: {name}={float(strike[row, j])!r} is outside SCENE.md's [{lo:.4f}, {hi:.4f}]; drop or fix it"
-            )
-    touched = np.asarray(raw["touched"])
-    if touched.dtype != bool and not np.isin(touched, (0, 1)).all():
-        raise fail(f"'touched' must hold booleans (or 0/1); got dtype {touched.dtype}")
-    t_touch = np.asarray(raw["t_first_touch"], dtype=np.float64)
-    for row in np.flatnonzero(touched.astype(bool)):
-        if not math.isfinite(t_touch[row]):
-            raise fail(
-                f"strike {row}: touched but 't_first_touch' is {t_touch[row]}; give the arm's touch time or mark a miss"
-            )
-        after = int(np.sum(t[offsets[row] : offsets[row + 1]] >= t_touch[row] + RELEASE_AFTER - 1e-9))
-        if after < MIN_SLIDE_SAMPLES:
-            raise fail(
-                f"strike {row}: track too short to fit: {after} sample(s) at or after release (t_first_touch + "
-                f"{RELEASE_AFTER} s), need at least {MIN_SLIDE_SAMPLES}; record until the block rests"
-            )
-    if "mocap_hz" in raw and not float(np.asarray(raw["mocap_hz"])) > 0:
-        raise fail(f"'mocap_hz' is {np.asarray(raw['mocap_hz'])}; expected the capture rate in Hz")
-    return shape, offsets.astype(np.int64)
-
-
 def _wrap(angle: float) -> float:
     return float((angle + math.pi) % (2 * math.pi) - math.pi)
 
@@ -544,7 +468,7 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
     Raises:
         EventFileError: naming `where`, the strike (row) and the fix, for any bad input.
     """
-    shape, offsets = _check(raw, where)
+    shape, offsets = check_recording(raw, where)
     n = len(offsets) - 1
     t_all = np.asarray(raw["t"], dtype=np.float64)
     pose_all = np.asarray(raw["block_pose"], dtype=np.float64)
