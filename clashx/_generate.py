@@ -113,14 +113,8 @@ class _StrikeJob:
         if cfg.engine == "c":
             ev = _strike.simulate_strikes_c(self.sim, strikes, params, to_rest=cfg.to_rest)
         else:
-            n = len(strikes)
-            pad = min(cfg.chunk_size, cfg.n) - n  # a short last chunk is padded: one compiled shape
-            s = np.concatenate([strikes, np.repeat(strikes[-1:], pad, 0)])
-            p = np.concatenate([params, np.repeat(params[-1:], pad, 0)])
-            ev = _strike.simulate_strikes_mjx(self.sim, jnp.asarray(s), jnp.asarray(p), to_rest=cfg.to_rest)
-            ev = jax.tree.map(lambda a: np.asarray(a)[:n], ev)
+            ev = _strike.simulate_strikes_mjx(self.sim, jnp.asarray(strikes), jnp.asarray(params), to_rest=cfg.to_rest)
         touched = np.asarray(ev.touched)
-        nan_if_missed = lambda a: np.where(touched.reshape(-1, *[1] * (np.ndim(a) - 1)), a, np.nan)  # noqa: E731
         start = np.broadcast_to(np.asarray(_strike.block_pose(self.sim.block_rest)), (len(strikes), 3))
         return {
             "scene": "strike",
@@ -128,9 +122,9 @@ class _StrikeJob:
             "source": cfg.engine if cfg.engine == "mjx" else "mujoco-c",
             "strike": strikes,
             "params": params,
-            "post_velocity": nan_if_missed(np.asarray(ev.post_velocity)),
-            "t_touch": nan_if_missed(np.asarray(ev.t_touch, np.float64)),
-            "t_release": nan_if_missed(np.asarray(ev.t_release, np.float64)),
+            "post_velocity": np.where(touched[:, None], np.asarray(ev.post_velocity, np.float64), np.nan),
+            "t_touch": np.asarray(ev.t_touch, np.float64),  # NaN for a miss, from both engines
+            "t_release": np.asarray(ev.t_release, np.float64),
             "touched": touched,
             "start_pose": start,
             "rest_pose": np.asarray(ev.rest_pose),
@@ -191,7 +185,10 @@ def generate(config: GenerateConfig, *, progress: Callable[[int, int], None] | N
         size = min(config.chunk_size, config.n - i * config.chunk_size)
         if not os.path.exists(path):
             inputs = job.inputs(jax.random.fold_in(root, i), size)
-            events = job.simulate(*inputs)
+            if config.engine == "mjx":  # a short last chunk is padded: one compiled shape per run
+                full = min(config.chunk_size, config.n)
+                inputs = [np.concatenate([a, np.repeat(a[-1:], full - size, 0)]) for a in inputs]
+            events = _events.select(job.simulate(*inputs), slice(0, size))
             events["meta"] = json.dumps({"chunk": i})
             _events.save_events(path, events)
         if progress is not None:

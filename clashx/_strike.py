@@ -202,7 +202,7 @@ class ContactResult(eqx.Module):
     t_end: Float[Array, ""]
 
 
-def release_rule(sim: StrikeSim, touch_k, depth, closing, q_a, v_a, q_b, v_b):
+def release_rule(sim: StrikeSim, found, touch_k, depth, closing, q_a, v_a, q_b, v_b):
     """The event from the first touching step and the two states around release (both engines use this).
 
     The first collision pass that finds a striker-block contact runs on state
@@ -213,17 +213,25 @@ def release_rule(sim: StrikeSim, touch_k, depth, closing, q_a, v_a, q_b, v_b):
     `v_b`); the velocity there is interpolated linearly.  Resolving the onset
     below one step keeps the event a continuous function of the strike:
     otherwise a 1 ms jitter of the onset moves the release velocity by up to
-    μ2·g·1 ms (1 cm/s at μ2 = 1).
+    μ2·g·1 ms (1 cm/s at μ2 = 1).  `found` says whether any pass found a
+    contact; a touch too late for its release to fall inside the contact
+    phase counts as a miss (it cannot happen within SCENE.md's ranges).
 
     Returns:
-        (post_velocity, t_touch, t_release).
+        (touched, post_velocity, t_touch, t_release): zeros and NaN times for a miss.
     """
     dt = sim.settings.dt_contact
+    touched = found & (touch_k + sim.n_window <= sim.n_contact)
     tau = jnp.clip(depth / jnp.maximum(closing, 1e-6), 0.0, dt)
     t_touch = touch_k * dt - tau
     w = 1.0 - tau / dt
     post = (1.0 - w) * block_velocity(q_a, v_a) + w * block_velocity(q_b, v_b)
-    return post, t_touch, t_touch + RELEASE_AFTER
+    return (
+        touched,
+        jnp.where(touched, post, 0.0),
+        jnp.where(touched, t_touch, jnp.nan),
+        jnp.where(touched, t_touch + RELEASE_AFTER, jnp.nan),
+    )
 
 
 def _striker_contact(sim: StrikeSim, data: mjx.Data):
@@ -263,14 +271,11 @@ def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -
     zero = jnp.zeros(())
     init = (data, jnp.array(-1), zero, zero, qpos0, qvel0, qpos0, qvel0)
     (data, touch_k, depth, closing, q_a, v_a, q_b, v_b), _ = jax.lax.scan(body, init, jnp.arange(sim.n_contact))
-    # a touch too late for its release to fall inside the phase counts as a miss (cannot happen
-    # within SCENE.md's ranges: n_contact covers the slowest strike's approach and window)
-    touched = (touch_k >= 0) & (touch_k + n_win <= sim.n_contact)
-    post, t_touch, t_release = release_rule(sim, touch_k, depth, closing, q_a, v_a, q_b, v_b)
+    touched, post, t_touch, t_release = release_rule(sim, touch_k >= 0, touch_k, depth, closing, q_a, v_a, q_b, v_b)
     return ContactResult(
-        post_velocity=jnp.where(touched, post, 0.0),
-        t_touch=jnp.where(touched, t_touch, jnp.nan),
-        t_release=jnp.where(touched, t_release, jnp.nan),
+        post_velocity=post,
+        t_touch=t_touch,
+        t_release=t_release,
         touched=touched,
         q_end=q_b,
         v_end=v_b,
@@ -343,12 +348,9 @@ def _initial_states(sim: StrikeSim, strikes):
     return jax.vmap(lambda s: initial_state(sim, s))(strikes)
 
 
-_block_velocities = jax.jit(jax.vmap(block_velocity))
-
-
 @eqx.filter_jit
-def _release_rules(sim: StrikeSim, k, depth, closing, q_a, v_a, q_b, v_b):
-    return jax.vmap(lambda *a: release_rule(sim, *a))(k, depth, closing, q_a, v_a, q_b, v_b)
+def _release_rules(sim: StrikeSim, found, k, depth, closing, q_a, v_a, q_b, v_b):
+    return jax.vmap(lambda *a: release_rule(sim, *a))(found, k, depth, closing, q_a, v_a, q_b, v_b)
 
 
 _block_poses = jax.jit(jax.vmap(block_pose))
@@ -393,15 +395,15 @@ def simulate_strikes_c(
     # the touch sensor: found, dist, normal of the deepest contact of the collision pass on state k
     found = rec["sensordata"][:, :, 0] > 0
     k = np.where(found.any(axis=1), found.argmax(axis=1), 0)
-    touched = found.any(axis=1) & (k + sim.n_window <= sim.n_contact)  # as contact_phase
     rows = np.arange(n)
     sens = rec["sensordata"][rows, k]
     v_before = np.where((k > 0)[:, None], rec["qvel"][rows, np.maximum(k - 1, 0)], np.asarray(qvel0))  # state k
     closing = np.abs(np.sum(np.c_[v_before[:, 6:8], np.zeros(n)] * sens[:, 2:5], axis=1))
     a = np.clip(k + sim.n_window - 2, 0, sim.n_contact - 1)  # record j holds state j + 1
     b = np.clip(k + sim.n_window - 1, 0, sim.n_contact - 1)
-    post, t_touch, t_release = _release_rules(
+    touched, post, t_touch, t_release = _release_rules(
         sim,
+        found.any(axis=1),
         k,
         -sens[:, 1],
         closing,
@@ -410,17 +412,14 @@ def simulate_strikes_c(
         rec["qpos"][rows, b],
         rec["qvel"][rows, b],
     )
-    post = np.where(touched[:, None], np.asarray(post), 0.0)
-    t_touch = np.where(touched, np.asarray(t_touch), np.nan)
-    t_release = np.where(touched, np.asarray(t_release), np.nan)
     q_rel, v_rel = rec["qpos"][rows, b], rec["qvel"][rows, b]
     t_end = (k + sim.n_window) * sim.settings.dt_contact
     q_end = _slide_c(sim, params, q_rel, v_rel, t_end, nthread) if to_rest else q_rel
     return StrikeEvent(
-        post_velocity=post,
-        t_touch=t_touch,
-        t_release=t_release,
-        touched=touched,
+        post_velocity=np.asarray(post, np.float64),
+        t_touch=np.asarray(t_touch, np.float64),
+        t_release=np.asarray(t_release, np.float64),
+        touched=np.asarray(touched),
         rest_pose=np.asarray(_block_poses(jnp.asarray(q_end))),
     )
 

@@ -69,7 +69,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from . import _events, _scenes
+from . import _scenes
 from ._mjx import mjx
 from ._params import ParamSpace, cube_space
 from ._types import Array, Bool, Float, PRNGKeyArray
@@ -572,10 +572,4 @@ class CubeTossJob:
         return np.asarray(states), np.asarray(params)
 
     def simulate(self, states, params) -> dict:
-        n = len(states)
-        if self.config.engine == "mjx":  # pad a short last chunk: one compiled shape
-            pad = self.config.chunk_size - n
-            states = np.concatenate([states, np.repeat(states[-1:], pad, 0)])
-            params = np.concatenate([params, np.repeat(params[-1:], pad, 0)])
-        events = toss_events(self.sim, states, params, engine=self.config.engine)
-        return _events.select(events, np.asarray(events["toss_id"]) < n)
+        return toss_events(self.sim, states, params, engine=self.config.engine)
