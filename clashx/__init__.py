@@ -21,6 +21,14 @@ from ._finetune import FinetuneConfig as FinetuneConfig
 from ._finetune import finetune as finetune
 from ._generate import GenerateConfig as GenerateConfig
 from ._generate import generate as generate
+from ._hybrid import HybridResult as HybridResult
+from ._hybrid import HybridSim as HybridSim
+from ._hybrid import HybridState as HybridState
+from ._hybrid import hybrid_rollout as hybrid_rollout
+from ._hybrid import hybrid_rollouts as hybrid_rollouts
+from ._hybrid import hybrid_rollouts_c as hybrid_rollouts_c
+from ._hybrid import hybrid_step as hybrid_step
+from ._hybrid import make_hybrid_sim as make_hybrid_sim
 from ._identify import IdentifyResult as IdentifyResult
 from ._identify import identify as identify
 from ._ingest import ingest_strike_file as ingest_strike_file
@@ -28,6 +36,9 @@ from ._ingest_cube import ingest_cube_tosses as ingest_cube_tosses
 from ._metrics import alpha_accuracy as alpha_accuracy
 from ._metrics import alpha_curve as alpha_curve
 from ._metrics import relative_error as relative_error
+from ._optimize import MBOConfig as MBOConfig
+from ._optimize import MBOResult as MBOResult
+from ._optimize import optimize as optimize
 from ._pretrain import PretrainConfig as PretrainConfig
 from ._pretrain import pretrain as pretrain
 from ._surrogate import Surrogate as Surrogate

@@ -133,6 +133,37 @@ def _cmd_predict(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_optimize(a: argparse.Namespace) -> int:
+    from ._optimize import MBOConfig
+    from ._workflow import parse_pose, run_optimize, write_json
+
+    config = MBOConfig(population=a.population, generations=a.generations).check()
+    start, target = parse_pose(a.start, "--start"), parse_pose(a.target, "--target")
+    r = run_optimize(
+        a.model,
+        a.params,
+        a.shape,
+        start,
+        target,
+        config,
+        engine=a.engine,
+        seed=a.seed,
+        progress=_progress_bar(f"CMA-ES {a.shape}", "gen"),
+    )
+    s = r["strike"]
+    print(f"strike: theta = {s['theta']:.4f} rad, theta1 = {s['theta1']:.4f} rad, v_pre = {s['v_pre']:.4f} m/s")
+    x, y, yaw = r["predicted_rest_pose"]
+    print(
+        f"predicted rest pose: x = {x:.4f} m, y = {y:.4f} m, yaw = {yaw:.4f} rad "
+        f"(off the target by {1000 * r['predicted_pos_err_m']:.1f} mm, {r['predicted_ori_err_rad']:.3f} rad); "
+        f"{r['time_s']:.1f} s on {r['engine']}"
+    )
+    if a.json:
+        write_json(a.json, r)
+        print(f"-> {a.json}")
+    return 0
+
+
 def _cmd_demo(a: argparse.Namespace) -> int:
     from ._demo import run_demo
 
@@ -223,6 +254,26 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--events", required=True)
     r.add_argument("--out", required=True, help="PRED.npz: post_velocity (n, 3), strike, params")
     r.set_defaults(func=_cmd_predict)
+
+    o = sub.add_parser(
+        "optimize", help="the strike that brings the block to a target pose (CMA-ES over hybrid rollouts)"
+    )
+    o.add_argument("--model", required=True, help="run folder of a (fine-tuned) surrogate")
+    o.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own parameters)")
+    o.add_argument("--shape", required=True, choices=geo.SHAPES)
+    o.add_argument("--start", default="0,0,0", help="block start pose x,y,yaw (m, m, rad)")
+    o.add_argument("--target", required=True, help="target pose x,y,yaw (m, m, rad)")
+    o.add_argument("--population", type=int, default=16)
+    o.add_argument("--generations", type=int, default=20)
+    o.add_argument(
+        "--engine",
+        choices=("cpu-hybrid", "mjx-hybrid"),
+        default="cpu-hybrid",
+        help="cpu-hybrid: the rule on MuJoCo C (fastest on a CPU); mjx-hybrid: on MJX, one jit (GPUs)",
+    )
+    o.add_argument("--seed", type=int, default=0)
+    o.add_argument("--json", help="write the strike, predicted rest pose and search history here")
+    o.set_defaults(func=_cmd_optimize)
 
     d = sub.add_parser("demo", help="the main job end to end, at a size for a laptop")
     d.add_argument("--n", type=int, default=64, help="events per shape")

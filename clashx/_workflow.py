@@ -226,3 +226,53 @@ def run_predict(model_dir: str, params_path: str | None, events: str, out: str) 
         out, {"post_velocity": pred, "strike": ev["strike"], "params": params, "names": np.array(model.space.names)}
     )
     return len(pred)
+
+
+def parse_pose(text: str, flag: str) -> np.ndarray:
+    """A pose 'x,y,yaw' (m, m, rad) from a flag, or a ValueError naming the flag and the fix."""
+    try:
+        vals = [float(v) for v in text.split(",")]
+    except ValueError:
+        vals = []
+    if len(vals) != 3 or not np.all(np.isfinite(vals)):
+        raise ValueError(f"{flag} {text!r}: expected three numbers x,y,yaw (metres, metres, radians), e.g. 0,0,0")
+    return np.asarray(vals, np.float64)
+
+
+def run_optimize(
+    model_dir: str,
+    params_path: str | None,
+    shape: str,
+    start: np.ndarray,
+    target: np.ndarray,
+    config,
+    *,
+    engine: str = "cpu-hybrid",
+    seed: int = 0,
+    progress=None,
+) -> dict:
+    """`clashx optimize`: the strike that brings the block from `start` to `target`, by CMA-ES over hybrid rollouts."""
+    from ._optimize import describe, optimize
+
+    geo.check_shape(shape)
+    model = load_surrogate(model_dir)
+    if model.shape != shape:
+        raise ValueError(f"{model_dir}: the surrogate is for the {model.shape!r} block, not --shape {shape!r}")
+    params = _params_for(model_dir, model, params_path)
+    t0 = time.perf_counter()
+    res = optimize(
+        engine, shape, params, start, target, config, key=jax.random.PRNGKey(seed), handler=model, progress=progress
+    )
+    res = jax.block_until_ready(res)
+    out = describe(res, start, target)
+    out.update(
+        shape=shape,
+        engine=engine,
+        model=os.path.abspath(model_dir),
+        params=dict(zip(model.space.names, np.asarray(params, float).tolist(), strict=True)),
+        population=config.population,
+        generations=config.generations,
+        seed=seed,
+        time_s=time.perf_counter() - t0,
+    )
+    return out
