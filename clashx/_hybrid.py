@@ -31,10 +31,12 @@ engine step:
    v·(15-21 ms) (10th-90th percentile) in the window, here v·20 ms;
 4. *slide*: the engine alone, until MAX_TIME after launch.
 
-With no stiff pair left the whole rollout runs at the slide step (4 ms, a
-fifth of the block-ground pair's 0.02 s time constant) instead of the 1 ms the
-striker-block pair needs; the test suite checks the rest pose against the same
-rule at 1 ms and against the full-contact MuJoCo C strike (`tests/test_hybrid.py`).
+With no stiff pair left the rule's part of a rollout runs at the slide step
+(4 ms, a fifth of the block-ground pair's 0.02 s time constant) instead of the
+1 ms the striker-block pair needs, and once every world is past release the
+rollout takes `DT_AFTER` = 8 ms steps; the test suite checks the rest pose
+against the same rule at 1 ms and against the full-contact MuJoCo C strike
+(`tests/test_hybrid.py`).
 
 `hybrid_step` is one MJX step of the rule (jit, vmap over worlds with
 per-world parameters, grad through a rollout); `hybrid_rollouts_c` runs the
@@ -61,6 +63,10 @@ from ._mjx import mjx
 from ._types import Array, Bool, Float, Int
 
 ENERGY_SLACK = 0.02  # post-impact kinetic energy may exceed the pre-impact energy by at most 2 %
+# The step once every world is past release: only the block-ground pair is left (time constant
+# 0.02 s, 2.5 steps of 8 ms).  Against the 1 ms reference the rest pose moves by 1.2-1.7 mm median
+# (5 % of the slide, 128 prior strikes per shape), against 0.5-0.8 mm at 4 ms; test_hybrid.py checks it.
+DT_AFTER = 0.008
 APPROACH = 0
 WINDOW = 1
 RELEASED = 2
@@ -73,10 +79,12 @@ class HybridSim(eqx.Module):
 
     Attributes:
         sim: the strike scene; its slide model (no striker-block pair) is the hybrid model.
-        dt: the hybrid step (s), the scene's slide step.
-        n_steps: steps from launch to MAX_TIME.
+        dt: the hybrid step (s), the scene's slide step, until every world is past release.
+        n_steps: steps at `dt` (n_approach + n_window + 1: the rule's part of a rollout).
         n_window: steps from touch to release (RELEASE_AFTER / dt).
         n_approach: steps within which the slowest strike of the range touches; a later touch is a miss.
+        dt_after: the step after that (s), when only the block-ground contact is left.
+        n_after: steps at `dt_after` until MAX_TIME.
         outline: the footprint, counter-clockwise, (N, 2) m, block frame.
         block_mass, block_izz, block_com: the block's mass (kg), inertia about the vertical
             axis through its centre of mass (kg m²) and centre of mass (2,) in its frame (m).
@@ -89,6 +97,8 @@ class HybridSim(eqx.Module):
     n_steps: int = eqx.field(static=True)
     n_window: int = eqx.field(static=True)
     n_approach: int = eqx.field(static=True)
+    dt_after: float = eqx.field(static=True)
+    n_after: int = eqx.field(static=True)
     outline: Float[Array, "N 2"]
     block_mass: float = eqx.field(static=True)
     block_izz: float = eqx.field(static=True)
@@ -101,7 +111,9 @@ class HybridSim(eqx.Module):
         return self.sim.shape
 
 
-def make_hybrid_sim(shape: str, *, sim: _strike.StrikeSim | None = None, differentiable: bool = False) -> HybridSim:
+def make_hybrid_sim(
+    shape: str, *, sim: _strike.StrikeSim | None = None, differentiable: bool = False, dt_after: float = DT_AFTER
+) -> HybridSim:
     """The hybrid scene of one block shape.
 
     Args:
@@ -116,6 +128,7 @@ def make_hybrid_sim(shape: str, *, sim: _strike.StrikeSim | None = None, differe
             16-iteration scene's by 2.5-5 mm median and up to 0.2 m (long slides).
             Forward mode (`jax.jacfwd`, `jax.jvp`) works on the accurate scene; prefer
             it for a few parameters.  Ignored if `sim` is given.
+        dt_after: the step once every world is past release (default `DT_AFTER`).
 
     Returns:
         A `HybridSim`.
@@ -133,12 +146,19 @@ def make_hybrid_sim(shape: str, *, sim: _strike.StrikeSim | None = None, differe
     rot = rot.reshape(3, 3)
     inertia = rot @ np.diag(m.body_inertia[1]) @ rot.T
     v_min = geo.STRIKE_RANGES["v_pre"][0]
+    n_window = int(round(_strike.RELEASE_AFTER / dt))
+    n_approach = int(math.ceil(geo.GAP / v_min / dt)) + 2
+    n_steps = n_approach + n_window + 1
+    if not dt_after >= dt:
+        raise ValueError(f"dt_after = {dt_after} s must be at least the hybrid step {dt} s")
     return HybridSim(
         sim=sim,
         dt=dt,
-        n_steps=int(math.ceil(_strike.MAX_TIME / dt - 1e-9)),
-        n_window=int(round(_strike.RELEASE_AFTER / dt)),
-        n_approach=int(math.ceil(geo.GAP / v_min / dt)) + 2,
+        n_steps=n_steps,
+        n_window=n_window,
+        n_approach=n_approach,
+        dt_after=float(dt_after),
+        n_after=int(math.ceil((_strike.MAX_TIME - n_steps * dt) / dt_after - 1e-9)),
         outline=jnp.asarray(geo.outline(shape)),
         block_mass=float(m.body_mass[1]),
         block_izz=float(inertia[2, 2]),
@@ -422,18 +442,26 @@ def hybrid_rollout(
         handler: the striker-block contact handler, e.g. a `Surrogate`.
         strike: (θ, θ1, v_pre), rad, rad, m/s.
         params: contact parameters in `hs.sim.space` order (μ1, μ2, e1).
-        n_steps: steps to take (default: to MAX_TIME).
+        n_steps: steps to take (default: `hs.n_steps` at `hs.dt`, then `hs.n_after` at
+            `hs.dt_after`, to MAX_TIME); past `hs.n_steps` they are taken at `hs.dt_after`.
 
     Returns:
         A `HybridResult`.  jit, vmap (per-world strikes and parameters) and grad all apply.
     """
     model = hybrid_model(hs, params)
     state = init_state(hs, model, strike)
+    n_rule = hs.n_steps if n_steps is None else min(n_steps, hs.n_steps)
+    n_after = hs.n_after if n_steps is None else max(n_steps - hs.n_steps, 0)
 
     def body(s, _):
         return hybrid_step(hs, model, s, handler, params), None
 
-    state, _ = jax.lax.scan(body, state, None, length=hs.n_steps if n_steps is None else n_steps)
+    state, _ = jax.lax.scan(body, state, None, length=n_rule)
+    if n_after:
+        # Every world is past release: a hybrid step is an MJX step now, at the larger step.
+        after = model.replace(opt=model.opt.replace(timestep=jnp.asarray(hs.dt_after, model.opt.timestep.dtype)))
+        data, _ = jax.lax.scan(lambda d, _: (mjx.step(after, d), None), state.data, None, length=n_after)
+        state = eqx.tree_at(lambda s: (s.data, s.step), state, (data, state.step + n_after))
     touched = state.k_touch >= 0
     return HybridResult(
         rest_pose=_strike.block_pose(state.data.qpos),
@@ -472,8 +500,11 @@ _releases = jax.jit(jax.vmap(release))
 _carries = jax.jit(jax.vmap(carry))
 
 
-def _batch(hs: HybridSim, params: np.ndarray, nthread: int):
-    batch = mujoco.batch.Batch(hs.sim.mj_slide_model(), nsim=len(params), nthread=nthread)
+def _batch(hs: HybridSim, params: np.ndarray, nthread: int, timestep: float | None = None):
+    m = hs.sim.mj_slide_model()
+    if timestep is not None:
+        m.opt.timestep = timestep
+    batch = mujoco.batch.Batch(m, nsim=len(params), nthread=nthread)
     hs.sim.space.apply_c(batch, hs.sim.slide_rows, params)
     return batch
 
@@ -496,11 +527,13 @@ def hybrid_rollouts_c(
 ) -> HybridResult:
     """The hybrid rule on MuJoCo C: the CPU fallback of `hybrid_rollouts` (same rule, no gradients).
 
-    Three `mujoco.batch` rollouts of the hybrid model: the approach
+    `mujoco.batch` rollouts of the hybrid model in segments: the approach
     (`n_approach` steps, recorded; the rule's touch test runs on every recorded
     state at once), the window from each world's touch (the handler evaluated
-    for all worlds in one batch before it), and the slide from release to
-    MAX_TIME.  Step for step the rule sees the states MJX's `hybrid_step` would.
+    for all worlds in one batch before it, the block carried step by step),
+    the steps at `dt` from release to `n_steps`, and `n_after` steps at
+    `dt_after` to MAX_TIME.  Step for step the rule sees the states MJX's
+    `hybrid_step` would.
 
     Args:
         hs: the hybrid scene.
@@ -539,9 +572,11 @@ def hybrid_rollouts_c(
     q_rel, v_rel = (np.asarray(a, np.float64) for a in _releases(jnp.asarray(q_r), jnp.asarray(v_r), jnp.asarray(post)))
     q_r = np.where(touched[:, None], q_rel, q_r)
     v_r = np.where(touched[:, None], v_rel, v_r)
-    left = hs.n_steps - kk - hs.n_window  # steps from release to MAX_TIME
-    rec = _roll(batch, q_r, v_r, (kk + hs.n_window) * hs.dt, int(left.max()), record=("qpos",))["qpos"]
-    q_end = rec[rows, left - 1]
+    left = hs.n_steps - kk - hs.n_window  # steps at dt from release until every world is past release
+    rec = _roll(batch, q_r, v_r, (kk + hs.n_window) * hs.dt, int(left.max()))
+    q_s, v_s = rec["qpos"][rows, left - 1], rec["qvel"][rows, left - 1]
+    after = _batch(hs, params, nthread, timestep=hs.dt_after)
+    q_end = _roll(after, q_s, v_s, hs.n_steps * hs.dt, hs.n_after, record=("qpos",))["qpos"][:, -1]
     return HybridResult(
         rest_pose=np.asarray(_strike._block_poses(jnp.asarray(q_end)), np.float64),
         post_velocity=post,

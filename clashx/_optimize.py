@@ -84,6 +84,13 @@ def strikes_of_unit(u: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
     return _LOW + jnp.clip(u, 0.0, 1.0) * (_HIGH - _LOW)
 
 
+def clip_to_ranges(strikes) -> np.ndarray:
+    """Strikes as float64, clipped into SCENE.md's ranges (float32 rounding can step 1e-8 outside them)."""
+    low = np.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
+    high = np.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+    return np.clip(np.asarray(strikes, np.float64), low, high)
+
+
 def wrap(angle):
     """Angle wrapped into (-π, π]."""
     return jnp.arctan2(jnp.sin(angle), jnp.cos(angle))
@@ -92,9 +99,9 @@ def wrap(angle):
 def pose_error(
     pose: Float[Array, "... 3"], target: Float[Array, "3"]
 ) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
-    """(position error in m, |yaw error| in rad) of poses against a target pose."""
+    """(position error in m, |yaw error| in rad) of poses against target poses (broadcast)."""
     pose, target = jnp.asarray(pose), jnp.asarray(target)
-    return jnp.linalg.norm(pose[..., :2] - target[:2], axis=-1), jnp.abs(wrap(pose[..., 2] - target[2]))
+    return jnp.linalg.norm(pose[..., :2] - target[..., :2], axis=-1), jnp.abs(wrap(pose[..., 2] - target[..., 2]))
 
 
 def to_start_frame(pose: Float[Array, "3"], start: Float[Array, "3"]) -> Float[Array, "3"]:
@@ -232,7 +239,7 @@ def describe(result: MBOResult, start, target) -> dict:
     rest = np.asarray(to_world(result.rest_pose, jnp.asarray(start)), float)
     pos, yaw = pose_error(jnp.asarray(rest), jnp.asarray(target, jnp.float32))
     return {
-        "strike": dict(zip(geo.STRIKE_NAMES, np.asarray(result.strike, float).tolist(), strict=True)),
+        "strike": dict(zip(geo.STRIKE_NAMES, clip_to_ranges(result.strike).tolist(), strict=True)),
         "predicted_rest_pose": rest.tolist(),
         "predicted_pos_err_m": float(pos),
         "predicted_ori_err_rad": float(yaw),

@@ -1,0 +1,317 @@
+"""CMA-ES strike optimisation: engine timings (CLASH Table V) and lab errors of model-based strikes (Table IV).
+
+    python bench/cmaes.py [--shape S] [--lab PATH] [--fit FIT.npz] [--models DIR] [--targets 20]
+                          [--population 16] [--generations 20] [--timing-shape square] [--seed 0] [--json OUT]
+
+Timing: the same CMA-ES job (population, generations, seed, targets) on
+  mujoco_c    MuJoCo C, full contact at the 1 ms step the striker-block pair needs, for the whole strike
+  mjx_full    MJX, the same
+  mjx_hybrid  MJX, the surrogate at the impact, 4 ms steps (one jit: ask, rollouts, tell)
+  cpu_hybrid  MuJoCo C, the same hybrid rule (the CPU fallback)
+and, for reference, mujoco_c_two_phase: full contact at 1 ms until release, 4 ms after (what `clashx
+generate` runs).  MJX compile time is reported apart (a first job compiles; the timed jobs reuse it).
+
+Lab errors: for each shape, ten fit strikes (`--fit`, or `strike_lab.py --random 10 --seed 2
+--reset-each` on `--lab`) are ingested (`clashx ingest`: velocities and rest poses from the noisy
+tracks, never `post_velocity_true`).  Targets are the rest poses of `--targets` random lab strikes
+(seed 100), so every target is reachable in the lab.  Methods:
+  mujoco_nominal     MuJoCo C, μ1 = μ2 = e1 = 1, CMA-ES over full-contact rollouts
+  mujoco_identified  MuJoCo C, (μ1, μ2, e1) by CMA-ES on the fit velocities, then μ2 refit on the fit rest poses
+  clashx             the pretrained surrogate (--models DIR/SHAPE), parameters identified through it,
+                     fine-tuned, μ2 refit on the fit rest poses; CMA-ES over CPU-hybrid rollouts
+The strikes each method chooses run in the lab (block reset to the start each time); the error is the
+lab's final pose against the target: position (m) and |yaw| (rad), medians over targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from clashx import _baselines as bl
+from clashx import _geometry as geo
+from clashx import _hybrid, _optimize, _strike
+from clashx._finetune import finetune
+from clashx._identify import identify
+from clashx._ingest import ingest_strike_file
+from clashx._io import write_json
+from clashx._surrogate import load_surrogate
+
+LAB_DIR = Path(__file__).resolve().parents[2] / "shared" / "lab"
+MBO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx")
+TIMING = ("mujoco_c", "mjx_full", "mjx_hybrid", "cpu_hybrid", "mujoco_c_two_phase")
+ENGINE_OF = {
+    "mujoco_c": "mujoco-c",
+    "mjx_full": "mjx",
+    "mjx_hybrid": "mjx-hybrid",
+    "cpu_hybrid": "cpu-hybrid",
+    "mujoco_c_two_phase": "mujoco-c-two-phase",
+}
+
+
+def run_lab(shape: str, lab: str, out: str, *, strikes: np.ndarray | None = None, n: int = 0, seed: int = 0) -> dict:
+    """Run strikes in `strike_lab.py` (block reset to the origin before each); return its recording."""
+    script = LAB_DIR / "strike_lab.py"
+    if not script.exists():
+        raise SystemExit(f"{script}: the strike lab is not here (bench/cmaes.py needs ../shared/lab)")
+    cmd = [sys.executable, str(script), "--shape", shape, "--lab", lab, "--reset-each", "--out", out]
+    if strikes is not None:
+        table = out + ".csv"
+        with open(table, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["theta", "theta1", "v_pre"])
+            w.writerows(np.asarray(strikes, float).tolist())
+        cmd += ["--strikes", table]
+    else:
+        cmd += ["--random", str(n), "--seed", str(seed)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    with np.load(out, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def fit_events(path: str, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Strikes, track-estimated velocities and rest poses (in the start frame) of the touched fit strikes."""
+    ev = ingest_strike_file(path)
+    if str(ev["shape"]) != shape:
+        raise SystemExit(f"--fit {path}: strikes on the {str(ev['shape'])!r} block, not {shape!r}")
+    ok = ev["touched"] & np.isfinite(ev["post_velocity"]).all(1) & np.isfinite(ev["rest_pose"]).all(1)
+    rest = np.stack(
+        [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(ev["rest_pose"][ok], ev["start_pose"][ok])]
+    )
+    return ev["strike"][ok], ev["post_velocity"][ok], rest
+
+
+def refit_mu2(rest_of: callable, params: np.ndarray, strikes: np.ndarray, rest: np.ndarray, space) -> np.ndarray:
+    """μ2 (the block-ground friction that sets the slide) refit on the observed rest poses, others kept.
+
+    A grid of 24 values over μ2's prior, then two finer grids around the best; `rest_of(strikes, params)`
+    gives rest poses for per-row parameters.  Loss: mean position error + yaw_weight · |yaw error|.
+    """
+    w = _optimize.MBOConfig().yaw_weight
+    lo, hi = float(space.low[1]), float(space.high[1])
+    best, span = 0.5 * (lo + hi), hi - lo
+    for n_grid in (24, 9, 9):
+        grid = np.clip(np.linspace(best - span / 2, best + span / 2, n_grid), lo, hi)
+        p = np.repeat(np.asarray(params, np.float64)[None], n_grid, 0)
+        p[:, 1] = grid
+        poses = rest_of(np.tile(strikes, (n_grid, 1)), np.repeat(p, len(strikes), 0)).reshape(n_grid, len(strikes), 3)
+        pos, yaw = _optimize.pose_error(jnp.asarray(poses), jnp.asarray(rest[None], jnp.float32))
+        loss = np.asarray(pos + w * yaw).mean(1)
+        best = float(grid[int(np.argmin(loss))])
+        span = 2 * span / (n_grid - 1)
+    out = np.asarray(params, np.float64).copy()
+    out[1] = best
+    return out
+
+
+def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int) -> dict:
+    """{method: (params, handler or None, details)} for the three MBO methods."""
+    sim = sims.setdefault((shape, 0.004), _strike.make_strike_sim(shape))
+    hs = sims.setdefault((shape, "hybrid"), _hybrid.make_hybrid_sim(shape, sim=sim))
+    strikes, vel, rest = fit_events(fit, shape)
+    key = jax.random.PRNGKey(seed)
+    out = {"mujoco_nominal": (np.asarray(bl.NOMINAL_PARAMS), None, {})}
+
+    t0 = time.perf_counter()
+    cma = bl.identify_cmaes(sim, strikes, vel, key=key, population=16, generations=30)
+
+    def rest_c(s, p):
+        return _strike.simulate_strikes_c(sim, s, p).rest_pose
+
+    p_c = refit_mu2(rest_c, cma.params, strikes, rest, sim.space)
+    out["mujoco_identified"] = (
+        p_c,
+        None,
+        {"velocity_fit": cma.params.tolist(), "params": p_c.tolist(), "fit_s": time.perf_counter() - t0},
+    )
+
+    t0 = time.perf_counter()
+    model = load_surrogate(os.path.join(models, shape))
+    res = identify(model, strikes, vel, key=key)
+    tuned, report = finetune(model, strikes, vel, res.params, key=key)
+
+    def rest_h(s, p):
+        return _hybrid.hybrid_rollouts_c(hs, tuned, s, p).rest_pose
+
+    p_h = refit_mu2(rest_h, np.asarray(res.params, np.float64), strikes, rest, sim.space)
+    out["clashx"] = (
+        p_h,
+        tuned,
+        {
+            "velocity_fit": np.asarray(res.params).tolist(),
+            "params": p_h.tolist(),
+            "finetune_steps": int(report["steps"]),
+            "fit_s": time.perf_counter() - t0,
+        },
+    )
+    return out
+
+
+def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.ndarray:
+    """The strikes CMA-ES chooses for each target (start at the origin)."""
+    engine = "cpu-hybrid" if method == "clashx" else "mujoco-c-two-phase"
+    chosen = []
+    for i, target in enumerate(targets):
+        r = _optimize.optimize(
+            engine,
+            shape,
+            params,
+            np.zeros(3),
+            target,
+            config,
+            key=jax.random.PRNGKey(seed + i),
+            handler=handler,
+            sims=sims,
+        )
+        chosen.append(_optimize.clip_to_ranges(r.strike))
+    return np.stack(chosen)
+
+
+def timing(shape, params, handler, targets, config, sims, *, seed) -> dict:
+    """Wall-clock of the same CMA-ES job on every engine; MJX compile measured apart (first call)."""
+    out = {}
+    for name in TIMING:
+        engine = ENGINE_OF[name]
+        h = handler if "hybrid" in name else None
+
+        def job(ts, engine=engine, h=h):
+            for i, t in enumerate(ts):
+                jax.block_until_ready(
+                    _optimize.optimize(
+                        engine,
+                        shape,
+                        params,
+                        np.zeros(3),
+                        t,
+                        config,
+                        key=jax.random.PRNGKey(seed + i),
+                        handler=h,
+                        sims=sims,
+                    )
+                )
+
+        t0 = time.perf_counter()
+        job(targets[:1])  # compiles MJX (and builds scenes); timed apart
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        job(targets)
+        out[name] = {"run_s": time.perf_counter() - t0, "first_call_s": first}
+        print(f"  {name:<20} {out[name]['run_s']:8.2f} s   (first call {first:.1f} s)", flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shape", choices=geo.SHAPES, help="one shape (default: all three)")
+    ap.add_argument("--lab", default=str(LAB_DIR / "lab_a.json"), help="lab parameter file passed to strike_lab.py")
+    ap.add_argument("--fit", help="strike-lab recording to identify from (one shape); default: 10 random lab strikes")
+    ap.add_argument(
+        "--models",
+        default=os.environ.get("CLASHX_MODELS", "runs"),
+        help="folder of pretrained surrogates, one run per shape",
+    )
+    ap.add_argument("--targets", type=int, default=20)
+    ap.add_argument("--population", type=int, default=16)
+    ap.add_argument("--generations", type=int, default=20)
+    ap.add_argument("--timing-shape", default="square", choices=geo.SHAPES)
+    ap.add_argument("--timing-targets", type=int, default=2)
+    ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", help="write the results here")
+    a = ap.parse_args()
+    if a.fit and not a.shape:
+        ap.error("--fit names one shape's strikes: give --shape too")
+    shapes = [a.shape] if a.shape else list(geo.SHAPES)
+    config = _optimize.MBOConfig(population=a.population, generations=a.generations).check()
+    sims: dict = {}
+    result: dict = {
+        "device": jax.devices()[0].device_kind,
+        "lab": a.lab,
+        "population": a.population,
+        "generations": a.generations,
+        "targets": a.targets,
+        "seed": a.seed,
+        "mbo": {},
+        "details": {},
+    }
+    work = tempfile.mkdtemp(prefix="clashx-cmaes-")
+    identified: dict = {}
+    all_targets: dict = {}
+    for shape in shapes:
+        t0 = time.perf_counter()
+        fit = a.fit
+        if fit is None:
+            fit = os.path.join(work, f"fit_{shape}.npz")
+            run_lab(shape, a.lab, fit, n=10, seed=2)
+        rec = run_lab(shape, a.lab, os.path.join(work, f"targets_{shape}.npz"), n=a.targets, seed=100)
+        ok = rec["touched"].astype(bool)
+        targets = np.stack(
+            [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(rec["final_pose"][ok], rec["start_pose"][ok])]
+        )
+        methods = identify_methods(shape, fit, a.models, sims, seed=a.seed)
+        identified[shape], all_targets[shape] = methods, targets
+        result["mbo"][shape], result["details"][shape] = {}, {"n_targets": len(targets)}
+        for method in MBO_METHODS:
+            params, handler, info = methods[method]
+            t1 = time.perf_counter()
+            strikes = mbo(shape, method, params, handler, targets, config, sims, seed=a.seed)
+            t_opt = time.perf_counter() - t1
+            lab = run_lab(shape, a.lab, os.path.join(work, f"mbo_{shape}_{method}.npz"), strikes=strikes)
+            final = np.stack(
+                [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(lab["final_pose"], lab["start_pose"])]
+            )
+            pos = np.linalg.norm(final[:, :2] - targets[:, :2], axis=1)
+            yaw = np.abs(np.asarray(_optimize.wrap(final[:, 2] - targets[:, 2])))
+            result["mbo"][shape][method] = {
+                "pos_err_m_median": float(np.median(pos)),
+                "ori_err_rad_median": float(np.median(yaw)),
+            }
+            result["details"][shape][method] = info | {
+                "pos_err_m": pos.tolist(),
+                "ori_err_rad": yaw.tolist(),
+                "pos_err_m_mean": float(pos.mean()),
+                "optimize_s": t_opt,
+            }
+            print(
+                f"{shape:<14} {method:<18} pos {1000 * np.median(pos):6.1f} mm  ori {np.median(yaw):.3f} rad  ({t_opt:.0f} s CMA-ES)",
+                flush=True,
+            )
+        result["details"][shape]["total_s"] = time.perf_counter() - t0
+    if not a.no_timing:
+        shape = a.timing_shape
+        print(
+            f"timing: {shape}, population {a.population} × {a.generations} generations × {a.timing_targets} targets",
+            flush=True,
+        )
+        if shape not in identified:
+            raise SystemExit(f"--timing-shape {shape} must be among the shapes run")
+        params, handler, _ = identified[shape]["clashx"]
+        targets = all_targets[shape][: a.timing_targets]
+        t = timing(shape, params, handler, targets, config, sims, seed=a.seed)
+        result["time_s"] = {k: v["run_s"] for k, v in t.items()}
+        result["timing"] = {"shape": shape, "targets": a.timing_targets, "engines": t}
+        ts = result["time_s"]
+        result["ratios"] = {
+            "cpu_hybrid/mujoco_c": ts["cpu_hybrid"] / ts["mujoco_c"],
+            "mjx_hybrid/mjx_full": ts["mjx_hybrid"] / ts["mjx_full"],
+            "cpu_hybrid/mujoco_c_two_phase": ts["cpu_hybrid"] / ts["mujoco_c_two_phase"],
+        }
+        for k, v in result["ratios"].items():
+            print(f"  {k:<32} {v:.3f}")
+    if a.json:
+        write_json(a.json, result)
+        print(f"-> {a.json}")
+
+
+if __name__ == "__main__":
+    main()
