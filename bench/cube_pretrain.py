@@ -1,7 +1,8 @@
 """Pretrain the cube-table impact surrogate on generated tosses (how the shipped one was made).
 
-    clashx generate --scene cube-toss --engine c --n 65536 --seed 1 --out /work/cube/train.npz
-    python bench/cube_pretrain.py --data /work/cube/train.npz --out clashx/data/cube_surrogate
+    clashx generate --scene cube-toss --engine c --n 65536 --seed 1 --out train.npz
+    clashx generate --scene cube-toss --engine c --n 196608 --seed 2 --out train2.npz
+    python bench/cube_pretrain.py --data train.npz train2.npz --out clashx/data/cube_surrogate --epochs 100
 
 The tosses are simulated on MuJoCo C (`--engine c`): the same model as MJX
 (tests/test_toss.py checks their events agree), ~10x faster on a CPU.
@@ -17,14 +18,16 @@ from clashx._cube_learn import CubePretrainConfig, pretrain_cube
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="event file of `clashx generate --scene cube-toss`")
+    ap.add_argument("--data", required=True, nargs="+", help="event file(s) of `clashx generate --scene cube-toss`")
     ap.add_argument("--out", required=True, help="folder for cube_surrogate.eqx / .json")
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--width", type=int, default=160)
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    config = CubePretrainConfig(data=a.data, out=a.out, epochs=a.epochs, width=a.width, depth=a.depth, seed=a.seed)
+    config = CubePretrainConfig(
+        data=tuple(a.data), out=a.out, epochs=a.epochs, width=a.width, depth=a.depth, seed=a.seed
+    )
 
     def progress(epoch, total, m):
         print(

@@ -11,6 +11,7 @@ and its choice of trainable weights (`scope`).
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 
@@ -34,7 +35,7 @@ class CubePretrainConfig:
     """How to pretrain the cube surrogate.
 
     Attributes:
-        data: event file of `clashx generate --scene cube-toss`.
+        data: event file(s) of `clashx generate --scene cube-toss` (a path or a tuple of paths, concatenated).
         out: run folder (the surrogate is written there).
         epochs, batch_size, lr, weight_decay: AdamW with cosine decay to 1 % of `lr`.
         width, depth: the MLP's hidden width and number of hidden layers.
@@ -42,7 +43,7 @@ class CubePretrainConfig:
         seed: PRNG seed (weights, split, shuffling).
     """
 
-    data: str
+    data: str | tuple[str, ...]
     out: str
     epochs: int = 40
     batch_size: int = 512
@@ -75,7 +76,7 @@ def toss_energy(states: np.ndarray) -> np.ndarray:
     return kin + CUBE_MASS * _toss.GRAVITY * s[:, 6]
 
 
-def load_cube_training(path: str) -> tuple[ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
+def load_cube_training(path: str | tuple[str, ...]) -> tuple[ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
     """(space, pre (n, 13), post (n, 13), params (n, p)) of a generated cube-toss event file.
 
     Events whose impact gains energy (more than `ENERGY_GAIN_TOL`) are left
@@ -83,6 +84,12 @@ def load_cube_training(path: str) -> tuple[ParamSpace, np.ndarray, np.ndarray, n
     damping ratio near 0.1) MuJoCo's contact can go unstable at the 1 ms step
     and throw the cube up at several m/s (0.4 % of the generated impacts).
     """
+    if not isinstance(path, str):
+        parts = [load_cube_training(p) for p in path]
+        spaces = {json.dumps(sp.describe()) for sp, *_ in parts}
+        if len(spaces) > 1:
+            raise ValueError(f"{list(path)}: the files were generated over different parameter spaces; pretrain on one")
+        return parts[0][0], *(np.concatenate([part[i] for part in parts]) for i in (1, 2, 3))
     ev = load_events(path, scene="cube-toss")
     meta = ev["meta"]
     if "param_space" not in meta or not np.isfinite(ev["params"]).all():
@@ -95,11 +102,20 @@ def load_cube_training(path: str) -> tuple[ParamSpace, np.ndarray, np.ndarray, n
 
 
 def normalised_loss(
-    model: CubeSurrogate, pre: Float[Array, "n 13"], params: Float[Array, "n p"], targets: Float[Array, "n 12"]
+    model: CubeSurrogate,
+    pre: Float[Array, "n 13"],
+    params: Float[Array, "n p"],
+    targets: Float[Array, "n 12"],
+    scale: Float[Array, "12"],
 ) -> Float[Array, ""]:
-    """Mean squared error of the normalised outputs (every target in units of `model.out_std`)."""
-    pred = jax.vmap(model.normalised)(pre, params)
-    return jnp.mean((pred - (targets - model.out_mean) / model.out_std) ** 2)
+    """Mean squared error of the predicted targets in units of `scale` (fixed: the pretrained `out_std`).
+
+    The scale is an argument, not read from the model being trained: were it
+    the model's own `out_std`, growing it would shrink the loss without
+    improving a single prediction.
+    """
+    pred = jax.vmap(model.targets)(pre, params)
+    return jnp.mean(((pred - targets) / scale) ** 2)
 
 
 @eqx.filter_jit
@@ -146,15 +162,20 @@ def pretrain_cube(
     steps_per_epoch = max(1, n // config.batch_size)
     schedule = optax.cosine_decay_schedule(config.lr, steps_per_epoch * config.epochs, alpha=0.01)
     opt = optax.adamw(schedule, weight_decay=config.weight_decay)
-    opt_state = opt.init(eqx.filter(model, eqx.is_inexact_array))
+    scale = model.out_std
+    # the MLP's weights train; the target normalisers stay at the training set's statistics
+    spec = eqx.tree_at(
+        lambda m: (m.out_mean, m.out_std), jax.tree.map(eqx.is_inexact_array, model), replace=(False, False)
+    )
+    opt_state = opt.init(eqx.filter(model, spec))
 
     @eqx.filter_jit
     def epoch_fn(model, opt_state, perm):
-        weights, static = eqx.partition(model, eqx.is_inexact_array)
+        weights, static = eqx.partition(model, spec)
 
         def step(carry, idx):
             weights, opt_state = carry
-            loss_fn = lambda w: normalised_loss(eqx.combine(w, static), x_tr[idx], p_tr[idx], y_tr[idx])  # noqa: E731
+            loss_fn = lambda w: normalised_loss(eqx.combine(w, static), x_tr[idx], p_tr[idx], y_tr[idx], scale)  # noqa: E731
             loss, grads = jax.value_and_grad(loss_fn)(weights)
             updates, opt_state = opt.update(grads, opt_state, weights)
             return (optax.apply_updates(weights, updates), opt_state), loss
@@ -168,7 +189,11 @@ def pretrain_cube(
     for epoch in range(config.epochs):
         perm = jax.random.permutation(jax.random.fold_in(k_shuffle, epoch), n)
         model, opt_state, loss = epoch_fn(model, opt_state, perm)
-        metrics = {"epoch": epoch + 1, "train_loss": float(loss), "val_loss": float(val_loss(model, x_va, p_va, y_va))}
+        metrics = {
+            "epoch": epoch + 1,
+            "train_loss": float(loss),
+            "val_loss": float(val_loss(model, x_va, p_va, y_va, scale)),
+        }
         metrics["elapsed_s"] = time.perf_counter() - t0
         history.append(metrics)
         if progress is not None:
@@ -188,7 +213,7 @@ def _search(model: CubeSurrogate, pre, targets, z0, lr: float, steps: int):
 
     def loss_z(z):
         p = model.space.from_unit(jax.nn.sigmoid(z))
-        return normalised_loss(model, pre, jnp.broadcast_to(p, (len(pre), p.shape[0])), targets)
+        return normalised_loss(model, pre, jnp.broadcast_to(p, (len(pre), p.shape[0])), targets, model.out_std)
 
     def one_start(z):
         def body(carry, _):
@@ -234,8 +259,8 @@ def identify_cube(
 
 
 def _weighted(model, base, pre, targets, params, weights, pull: float):
-    pred = jax.vmap(model.normalised, in_axes=(0, None))(pre, params)
-    per = jnp.mean((pred - (targets - model.out_mean) / model.out_std) ** 2, -1)
+    pred = jax.vmap(model.targets, in_axes=(0, None))(pre, params)
+    per = jnp.mean(((pred - targets) / base.out_std) ** 2, -1)
     fit = jnp.sum(weights * per) / jnp.maximum(jnp.sum(weights), 1.0)
     diff = jax.tree.map(
         lambda a, b: jnp.sum((a - b) ** 2),
