@@ -16,9 +16,11 @@ Lab errors: for each shape, ten fit strikes (`--fit`, or `strike_lab.py --random
 tracks, never `post_velocity_true`).  Targets are the rest poses of `--targets` random lab strikes
 (seed 100), so every target is reachable in the lab.  Methods:
   mujoco_nominal     MuJoCo C, μ1 = μ2 = e1 = 1, CMA-ES over full-contact rollouts
-  mujoco_identified  MuJoCo C, (μ1, μ2, e1) by CMA-ES on the fit velocities, then μ2 refit on the fit rest poses
+  mujoco_identified  MuJoCo C, (μ1, μ2, e1) by CMA-ES on the fit velocities, then refit on the fit rest poses
   clashx             the pretrained surrogate (--models DIR/SHAPE), parameters identified through it,
-                     fine-tuned, μ2 refit on the fit rest poses; CMA-ES over CPU-hybrid rollouts
+                     fine-tuned, then refit on the fit rest poses through CPU-hybrid rollouts; CMA-ES
+                     over CPU-hybrid rollouts
+Both refits are the same (`clashx._optimize.identify_from_rest`: CMA-ES, 16 × 15, from the velocity fit).
 The strikes each method chooses run in the lab (block reset to the start each time); the error is the
 lab's final pose against the target: position (m) and |yaw| (rad), medians over targets.
 """
@@ -35,7 +37,6 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from clashx import _baselines as bl
@@ -91,29 +92,6 @@ def fit_events(path: str, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return ev["strike"][ok], ev["post_velocity"][ok], rest
 
 
-def refit_mu2(rest_of: callable, params: np.ndarray, strikes: np.ndarray, rest: np.ndarray, space) -> np.ndarray:
-    """μ2 (the block-ground friction that sets the slide) refit on the observed rest poses, others kept.
-
-    A grid of 24 values over μ2's prior, then two finer grids around the best; `rest_of(strikes, params)`
-    gives rest poses for per-row parameters.  Loss: mean position error + yaw_weight · |yaw error|.
-    """
-    w = _optimize.MBOConfig().yaw_weight
-    lo, hi = float(space.low[1]), float(space.high[1])
-    best, span = 0.5 * (lo + hi), hi - lo
-    for n_grid in (24, 9, 9):
-        grid = np.clip(np.linspace(best - span / 2, best + span / 2, n_grid), lo, hi)
-        p = np.repeat(np.asarray(params, np.float64)[None], n_grid, 0)
-        p[:, 1] = grid
-        poses = rest_of(np.tile(strikes, (n_grid, 1)), np.repeat(p, len(strikes), 0)).reshape(n_grid, len(strikes), 3)
-        pos, yaw = _optimize.pose_error(jnp.asarray(poses), jnp.asarray(rest[None], jnp.float32))
-        loss = np.asarray(pos + w * yaw).mean(1)
-        best = float(grid[int(np.argmin(loss))])
-        span = 2 * span / (n_grid - 1)
-    out = np.asarray(params, np.float64).copy()
-    out[1] = best
-    return out
-
-
 def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int) -> dict:
     """{method: (params, handler or None, details)} for the three MBO methods."""
     sim = sims.setdefault((shape, 0.004), _strike.make_strike_sim(shape))
@@ -128,11 +106,16 @@ def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int
     def rest_c(s, p):
         return _strike.simulate_strikes_c(sim, s, p).rest_pose
 
-    p_c = refit_mu2(rest_c, cma.params, strikes, rest, sim.space)
+    p_c, loss_c = _optimize.identify_from_rest(rest_c, sim.space, cma.params, strikes, rest, key=key)
     out["mujoco_identified"] = (
         p_c,
         None,
-        {"velocity_fit": cma.params.tolist(), "params": p_c.tolist(), "fit_s": time.perf_counter() - t0},
+        {
+            "velocity_fit": cma.params.tolist(),
+            "params": p_c.tolist(),
+            "rest_fit_loss_m": loss_c,
+            "fit_s": time.perf_counter() - t0,
+        },
     )
 
     t0 = time.perf_counter()
@@ -143,13 +126,14 @@ def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int
     def rest_h(s, p):
         return _hybrid.hybrid_rollouts_c(hs, tuned, s, p).rest_pose
 
-    p_h = refit_mu2(rest_h, np.asarray(res.params, np.float64), strikes, rest, sim.space)
+    p_h, loss_h = _optimize.identify_from_rest(rest_h, sim.space, np.asarray(res.params), strikes, rest, key=key)
     out["clashx"] = (
         p_h,
         tuned,
         {
             "velocity_fit": np.asarray(res.params).tolist(),
             "params": p_h.tolist(),
+            "rest_fit_loss_m": loss_h,
             "finetune_steps": int(report["steps"]),
             "fit_s": time.perf_counter() - t0,
         },

@@ -344,3 +344,64 @@ def optimize(
     if jittable:
         return optimize_jit(evaluate, goal, config, key=key)
     return optimize_host(evaluate, goal, config, key=key, progress=progress)
+
+
+def identify_from_rest(
+    rest_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    space,
+    params0,
+    strikes: Float[np.ndarray, "n 3"],
+    rest: Float[np.ndarray, "n 3"],
+    *,
+    key: PRNGKeyArray,
+    population: int = 16,
+    generations: int = 15,
+    std_init: float = 0.15,
+    yaw_weight: float = 0.035,
+) -> tuple[np.ndarray, float]:
+    """Contact parameters refit on observed rest poses, by CMA-ES from a first estimate.
+
+    The second stage of identification for tasks that end at rest (CMA-ES over
+    the unit cube of the prior, started at `params0`): the loss is the mean over
+    the fit strikes of ‖Δxy‖ + yaw_weight·|Δyaw| between simulated and observed
+    rest poses, plus the squared distance a candidate was clipped by.
+
+    Args:
+        rest_of: (strikes (k, 3), params (k, p)) → rest poses (k, 3) in the start frame, on the host
+            (e.g. `clashx.hybrid_rollouts_c(...).rest_pose`, or MuJoCo C).
+        space: the `ParamSpace` of the parameters.
+        params0: the first estimate (p,), e.g. from the post-impact velocities.
+        strikes, rest: (n, 3) fit strikes and their observed rest poses (start frame).
+        key: PRNG key.
+        population, generations, std_init: CMA-ES settings (step size in units of the prior's ranges).
+        yaw_weight: metres per radian of yaw error.
+
+    Returns:
+        (params, loss): the best candidate seen (the start counts) and its loss (m).
+    """
+    strikes = np.asarray(strikes, np.float64)
+    rest = jnp.asarray(rest, jnp.float32)
+    n, p = len(strikes), space.size
+    es = CMA_ES(population_size=population, solution=jnp.zeros(p))
+    es_params = es.default_params.replace(std_init=std_init)
+
+    def losses(u: np.ndarray) -> np.ndarray:
+        phys = np.asarray(space.from_unit(jnp.asarray(np.clip(u, 0.0, 1.0))), np.float64)
+        poses = np.asarray(rest_of(np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0))).reshape(len(u), n, 3)
+        pos, yaw = pose_error(jnp.asarray(poses, jnp.float32), rest[None])
+        return np.asarray(jnp.mean(pos + yaw_weight * yaw, axis=1)) + np.sum((u - np.clip(u, 0.0, 1.0)) ** 2, axis=1)
+
+    u0 = np.asarray(space.to_unit(jnp.asarray(params0, jnp.float32)), np.float64)
+    best_u, best = u0, float(losses(u0[None])[0])
+    k_init, key = jax.random.split(key)
+    state = es.init(k_init, jnp.asarray(u0, jnp.float32), es_params)
+    for k in jax.random.split(key, generations):
+        k_ask, k_tell = jax.random.split(k)
+        pop, state = es.ask(k_ask, state, es_params)
+        pop = np.asarray(pop, np.float64)
+        loss = losses(pop)
+        state, _ = es.tell(k_tell, jnp.asarray(pop), jnp.asarray(loss), state, es_params)
+        i = int(np.argmin(loss))
+        if loss[i] < best:
+            best_u, best = np.clip(pop[i], 0.0, 1.0), float(loss[i])
+    return np.asarray(space.from_unit(jnp.asarray(best_u, jnp.float32)), np.float64), best

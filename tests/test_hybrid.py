@@ -245,3 +245,19 @@ def test_cli_optimize(tmp_path, capsys):
     assert _cli.main([*bad, "--target", "0,0,0"]) == 2
     assert "not --shape 'triangle'" in capsys.readouterr().err
     assert not (tmp_path / "none.json").exists()
+
+
+def test_identify_from_rest_recovers_the_ground_friction(hybrid_sims):
+    hs = hybrid_sims("square")
+    strikes, _ = _draw(hs.sim, 8, seed=11)
+    truth = np.array([0.5, 0.3, 1.0])
+
+    def rest_of(s, p):
+        return _hybrid.hybrid_rollouts_c(hs, LinearHandler(), s, p).rest_pose
+
+    rest = rest_of(strikes, np.broadcast_to(truth, (8, 3)))
+    params, loss = _optimize.identify_from_rest(
+        rest_of, hs.sim.space, np.array([0.5, 0.7, 1.0]), strikes, rest, key=jax.random.PRNGKey(0)
+    )
+    assert params[1] == pytest.approx(0.3, abs=0.03)
+    assert loss < 1e-3
