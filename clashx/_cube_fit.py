@@ -138,7 +138,7 @@ def identify_sysid(
     initial_states: np.ndarray,
     tracks: list[np.ndarray],
     *,
-    starts: tuple[tuple[float, float, float], ...] = ((0.15, 0.02, 1.0), (0.3, 0.01, 0.5)),
+    starts: tuple[tuple[float, float, float], ...] = ((0.15, 0.02, 1.0), (0.325, 0.00894, 1.05), (0.3, 0.01, 0.5)),
     max_iters: int = 30,
 ) -> tuple[np.ndarray, float]:
     """Identify (μ, time constant, damping ratio) with `mujoco.sysid.optimize` on MuJoCo C trajectories.
@@ -146,7 +146,9 @@ def identify_sysid(
     The unknowns are the prior's unit-cube coordinates (bounds [0, 1], so the
     log-scaled time constant is searched in log space); the residual is
     `trajectory_residuals` of C rollouts from the recorded initial states.
-    Each start (physical units) runs MuJoCo's least squares
+    The trajectory cost is piecewise smooth in the parameters (contacts
+    switch), so the fit stops at kinks: several starts (the nominal values, the
+    prior's centre, one more) each run MuJoCo's least squares
     (`optimizer="mujoco"`, finite-difference Jacobian); the lowest cost wins.
 
     Returns:
@@ -217,6 +219,7 @@ def identify_trajectory_mjx(
     n_starts: int = 2,
     iterations: int = 8,
     damping: float = 1e-2,
+    init: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
     """Fit (μ, time constant, damping ratio) to recorded frames by Levenberg-Marquardt through MJX (float64).
 
@@ -227,7 +230,8 @@ def identify_trajectory_mjx(
     (clipped to ±4), the Jacobian comes from `jax.jacfwd` through MJX's
     solver in float64 (float32 tangents are unreliable, `_baselines.as_float64`).
     A step solves (JᵀJ + λ diag(JᵀJ) + λ 1e-6) δ = −Jᵀr, kept if the cost drops
-    (λ /= 3), else refused (λ *= 4).  The first start is the prior's centre.
+    (λ /= 3), else refused (λ *= 4).  The first start is `init` (physical
+    units; default the prior's centre), the others are drawn from `key`.
 
     Returns:
         (params (3,), cost = ‖residual‖²).
@@ -236,7 +240,8 @@ def identify_trajectory_mjx(
     t = np.arange(real.shape[1]) * _toss.FRAME_DT
     mask = mask & (t[None] >= np.asarray(t_starts)[:, None])
     u_rand = np.asarray(jax.random.uniform(key, (n_starts - 1, 3), minval=0.1, maxval=0.9), np.float64)
-    u0 = np.concatenate([np.full((1, 3), 0.5), u_rand])
+    first = np.full((1, 3), 0.5) if init is None else np.asarray(sim.space.to_unit(jnp.asarray(init)))[None]
+    u0 = np.concatenate([np.clip(first, 0.02, 0.98), u_rand])
     best, best_cost = None, math.inf
     with jax.enable_x64(True):
         sim64 = _as_float64(sim)

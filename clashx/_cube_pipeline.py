@@ -10,7 +10,7 @@ recorded frames and is scored by `clashx._cube_fit.trajectory_errors`:
 | `mujoco_nominal` | nothing: μ 0.15 (dair_pll), MuJoCo's default solref (0.02 s, 1) | MuJoCo C |
 | `mujoco_identified` | (μ, time constant, damping ratio) by `mujoco.sysid` on the trajectories | MuJoCo C |
 | `mjx_identified` | the same three by Levenberg-Marquardt through MJX (forward mode, float64) | MJX |
-| `clashx` | impact parameters through the surrogate, then its CV fine-tuning; MJX's parameters after the impact window by Levenberg-Marquardt through MJX from the surrogate's post-impact states | hybrid (`clashx._cube_rollout`) |
+| `clashx` | impact parameters through the surrogate, then its CV fine-tuning; MJX's parameters after the impact window by Levenberg-Marquardt through MJX from the surrogate's post-impact states, starting at the impact's | hybrid (`clashx._cube_rollout`) |
 
 Post-impact α-accuracy: the state WINDOW after the first impact, as the
 speed vector u = (v, r ω) (v the centre's velocity, ω the angular velocity in
@@ -192,6 +192,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         key=k_rest,
         n_starts=config.mjx_starts,
         iterations=config.mjx_iterations,
+        init=p_imp,  # the impact's parameters, identified through the surrogate, are the first guess
     )
     t_fit = time.perf_counter() - t0
     tracks_cx = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest)
