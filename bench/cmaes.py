@@ -21,6 +21,7 @@ tracks, never `post_velocity_true`).  Targets are the rest poses of `--targets` 
                      fine-tuned, then refit on the fit rest poses through CPU-hybrid rollouts; CMA-ES
                      over CPU-hybrid rollouts
 Both refits are the same (`clashx._optimize.identify_from_rest`: CMA-ES, 16 × 15, from the velocity fit).
+  mujoco_identified_velocity, clashx_velocity   the same without the refit (velocities only, as in CLASH)
 The strikes each method chooses run in the lab (block reset to the start each time); the error is the
 lab's final pose against the target: position (m) and |yaw| (rad), medians over targets.
 """
@@ -49,7 +50,7 @@ from clashx._io import write_json
 from clashx._surrogate import load_surrogate
 
 LAB_DIR = Path(__file__).resolve().parents[2] / "shared" / "lab"
-MBO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx")
+MBO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx", "mujoco_identified_velocity", "clashx_velocity")
 TIMING = ("mujoco_c", "mjx_full", "mjx_hybrid", "cpu_hybrid", "mujoco_c_two_phase")
 ENGINE_OF = {
     "mujoco_c": "mujoco-c",
@@ -107,6 +108,7 @@ def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int
         return _strike.simulate_strikes_c(sim, s, p).rest_pose
 
     p_c, loss_c = _optimize.identify_from_rest(rest_c, sim.space, cma.params, strikes, rest, key=key)
+    out["mujoco_identified_velocity"] = (np.asarray(cma.params), None, {"params": cma.params.tolist()})
     out["mujoco_identified"] = (
         p_c,
         None,
@@ -127,6 +129,7 @@ def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int
         return _hybrid.hybrid_rollouts_c(hs, tuned, s, p).rest_pose
 
     p_h, loss_h = _optimize.identify_from_rest(rest_h, sim.space, np.asarray(res.params), strikes, rest, key=key)
+    out["clashx_velocity"] = (np.asarray(res.params, np.float64), tuned, {"params": np.asarray(res.params).tolist()})
     out["clashx"] = (
         p_h,
         tuned,
@@ -143,7 +146,7 @@ def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int
 
 def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.ndarray:
     """The strikes CMA-ES chooses for each target (start at the origin)."""
-    engine = "cpu-hybrid" if method == "clashx" else "mujoco-c-two-phase"
+    engine = "cpu-hybrid" if method.startswith("clashx") else "mujoco-c-two-phase"
     chosen = []
     for i, target in enumerate(targets):
         r = _optimize.optimize(
