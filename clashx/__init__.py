@@ -16,6 +16,13 @@ from ._strike import simulate_strike as simulate_strike
 from ._strike import simulate_strikes_c as simulate_strikes_c
 
 __version__ = "0.1.0"
+from ._cube import CubeSurrogate as CubeSurrogate
+from ._cube import load_cube_surrogate as load_cube_surrogate
+from ._cube import shipped_cube_surrogate as shipped_cube_surrogate
+from ._cube_pipeline import CubeTossConfig as CubeTossConfig
+from ._cube_pipeline import run_cube_toss as run_cube_toss
+from ._cube_rollout import hybrid_toss as hybrid_toss
+from ._cube_rollout import hybrid_tosses as hybrid_tosses
 from ._data import data_path as data_path
 from ._finetune import FinetuneConfig as FinetuneConfig
 from ._finetune import finetune as finetune
