@@ -14,9 +14,9 @@ horizontal velocity (x along it, z up).  The cube's 24 rotational symmetries
 map it onto itself, so its body axes are relabelled (`CUBE_GROUP`) to the
 labelling whose aligned orientation is nearest the identity
 (max trace(R_aligned · g)): equal impacts give equal inputs however the
-tracker labelled the body.  Inputs, (17 + p,):
+tracker labelled the body.  Inputs, (14 + p,):
 
-    (R_aligned · g (9), ω aligned / 10 rad/s (3), (|v_h| − 1) / 0.5, v_z / 2, (1),
+    (R_aligned · g (9), ω aligned / 10 rad/s (3), (|v_h| − 1) / 0.5 (1), v_z / 2 (1),
      2 · unit(params) − 1 (p))
 
 (|v_h| in m/s; the aligned velocity's y component is 0 by construction).
