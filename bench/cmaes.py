@@ -197,6 +197,38 @@ def timing(shape, params, handler, targets, config, sims, *, seed) -> dict:
     return out
 
 
+def plot_mbo(result: dict, path: str) -> None:
+    """Targets (black crosses) and the lab block's final positions for each method, one panel per shape."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shapes = list(result["details"])
+    fig, axes = plt.subplots(1, len(shapes), figsize=(5 * len(shapes), 5), squeeze=False)
+    colours = {"mujoco_nominal": "tab:grey", "mujoco_identified": "tab:blue", "clashx": "tab:red"}
+    for ax, shape in zip(axes[0], shapes):
+        d = result["details"][shape]
+        t = 100 * np.asarray(d["targets"])
+        for method, colour in colours.items():
+            f = 100 * np.asarray(d[method]["lab_final_pose"])
+            for a_, b_ in zip(t, f):
+                ax.plot([a_[0], b_[0]], [a_[1], b_[1]], color=colour, lw=0.8, alpha=0.6)
+            err = 1000 * result["mbo"][shape][method]["pos_err_m_median"]
+            ax.scatter(f[:, 0], f[:, 1], s=12, color=colour, label=f"{method} (median {err:.1f} mm)")
+        ax.scatter(t[:, 0], t[:, 1], marker="x", color="black", s=30, label="target")
+        ax.scatter([0], [0], marker="s", color="black", s=40, label="start")
+        ax.set_title(shape)
+        ax.set_xlabel("x (cm)")
+        ax.set_ylabel("y (cm)")
+        ax.set_aspect("equal")
+        ax.legend(fontsize=7)
+    fig.suptitle("Model-based strikes in the lab: where the block ended, against the target")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", choices=geo.SHAPES, help="one shape (default: all three)")
@@ -215,6 +247,7 @@ def main() -> None:
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--plot", help="PNG: per shape, the targets and where each method's strikes left the lab block")
     a = ap.parse_args()
     if a.fit and not a.shape:
         ap.error("--fit names one shape's strikes: give --shape too")
@@ -247,7 +280,8 @@ def main() -> None:
         )
         methods = identify_methods(shape, fit, a.models, sims, seed=a.seed)
         identified[shape], all_targets[shape] = methods, targets
-        result["mbo"][shape], result["details"][shape] = {}, {"n_targets": len(targets)}
+        result["mbo"][shape] = {}
+        result["details"][shape] = {"n_targets": len(targets), "targets": targets.tolist()}
         for method in MBO_METHODS:
             params, handler, info = methods[method]
             t1 = time.perf_counter()
@@ -265,6 +299,8 @@ def main() -> None:
             }
             result["details"][shape][method] = info | {
                 "pos_err_m": pos.tolist(),
+                "lab_final_pose": final.tolist(),
+                "strikes": strikes.tolist(),
                 "ori_err_rad": yaw.tolist(),
                 "pos_err_m_mean": float(pos.mean()),
                 "optimize_s": t_opt,
@@ -295,6 +331,9 @@ def main() -> None:
         }
         for k, v in result["ratios"].items():
             print(f"  {k:<32} {v:.3f}")
+    if a.plot:
+        plot_mbo(result, a.plot)
+        print(f"-> {a.plot}")
     if a.json:
         write_json(a.json, result)
         print(f"-> {a.json}")
