@@ -144,6 +144,11 @@ def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int
     return out
 
 
+def clamped_count(shape, handler, strikes, params, sims) -> int:
+    """How many of the chosen strikes' impacts the hybrid's energy guard clamped."""
+    return int(_hybrid.hybrid_rollouts_c(sims[(shape, "hybrid")], handler, strikes, params).clamped.sum())
+
+
 def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.ndarray:
     """The strikes CMA-ES chooses for each target (start at the origin)."""
     engine = "cpu-hybrid" if method.startswith("clashx") else "mujoco-c-two-phase"
@@ -300,6 +305,9 @@ def main() -> None:
             result["details"][shape][method] = info | {
                 "pos_err_m": pos.tolist(),
                 "lab_final_pose": final.tolist(),
+                "impacts_clamped": clamped_count(shape, handler, strikes, params, sims)
+                if handler is not None
+                else None,
                 "strikes": strikes.tolist(),
                 "ori_err_rad": yaw.tolist(),
                 "pos_err_m_mean": float(pos.mean()),

@@ -158,6 +158,10 @@ def _cmd_optimize(a: argparse.Namespace) -> int:
         f"(off the target by {1000 * r['predicted_pos_err_m']:.1f} mm, {r['predicted_ori_err_rad']:.3f} rad); "
         f"{r['time_s']:.1f} s on {r['engine']}"
     )
+    if r["impact_clamped"]:
+        print(
+            "note: the energy guard clamped the surrogate's prediction for this strike (kinetic energy would have risen)"
+        )
     if a.json:
         write_json(a.json, r)
         print(f"-> {a.json}")

@@ -265,6 +265,14 @@ def run_optimize(
     )
     res = jax.block_until_ready(res)
     out = describe(res, start, target)
+    # the chosen strike once more on the CPU hybrid: what the handler predicted and whether the
+    # energy guard had to clamp it (never silent)
+    from ._hybrid import hybrid_rollouts_c, make_hybrid_sim
+    from ._optimize import clip_to_ranges
+
+    check = hybrid_rollouts_c(make_hybrid_sim(shape), model, clip_to_ranges(res.strike)[None], params)
+    out["post_velocity"] = np.asarray(check.post_velocity[0], float).tolist()
+    out["impact_clamped"] = bool(check.clamped[0])
     out.update(
         shape=shape,
         engine=engine,

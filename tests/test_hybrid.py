@@ -238,6 +238,7 @@ def test_cli_optimize(tmp_path, capsys):
     r = json.loads(out.read_text())
     assert set(r["strike"]) == {"theta", "theta1", "v_pre"} and len(r["predicted_rest_pose"]) == 3
     assert len(r["history"]) == 3
+    assert r["impact_clamped"] is False and len(r["post_velocity"]) == 3
     assert "predicted rest pose" in capsys.readouterr().out
     assert _cli.main([*args, "--target", "0.1,-0.1"]) == 2
     assert "expected three numbers" in capsys.readouterr().err
