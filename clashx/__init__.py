@@ -45,6 +45,7 @@ from ._metrics import alpha_curve as alpha_curve
 from ._metrics import relative_error as relative_error
 from ._optimize import MBOConfig as MBOConfig
 from ._optimize import MBOResult as MBOResult
+from ._optimize import identify_from_rest as identify_from_rest
 from ._optimize import optimize as optimize
 from ._pretrain import PretrainConfig as PretrainConfig
 from ._pretrain import pretrain as pretrain
