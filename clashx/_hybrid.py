@@ -1,6 +1,6 @@
 """The hybrid simulator: the surrogate as the striker-block contact handler inside MJX (and MuJoCo C).
 
-CLASH's hybridisation (He et al. 2026, Sec. IV-D): the stiff striker-block
+CLASH's hybridisation (He et al. 2026): the stiff striker-block
 contact, which needs a 1 ms step and the solver's work for a whole contact
 window, is replaced by one prediction, and everything else (the block on the
 ground: sliding, spinning, coming to rest) stays the physics engine's.
@@ -39,8 +39,9 @@ against the same rule at 1 ms and against the full-contact MuJoCo C strike
 (`tests/test_hybrid.py`).
 
 `hybrid_step` is one MJX step of the rule (jit, vmap over worlds with
-per-world parameters, grad through a rollout); `hybrid_rollouts_c` runs the
-same rule on MuJoCo C (`mujoco.batch`) in three segments, the handler
+per-world parameters, `jax.jacfwd` through a rollout, and `jax.grad` on a scene
+built with `differentiable=True`); `hybrid_rollouts_c` runs the same rule on
+MuJoCo C (`mujoco.batch`) in segments, the handler
 evaluated in one batch between them: the CPU fallback, for rollouts that need
 no gradient.
 """

@@ -1,4 +1,4 @@
-"""Model-based strike optimisation: CMA-ES (evosax) over batched rollouts (CLASH Sec. V-C, Table IV/V).
+"""Model-based strike optimisation: CMA-ES (evosax) over batched rollouts (CLASH's model-based optimisation, its Tables IV and V).
 
 A strike (θ, θ1, v_pre) is searched in the unit cube of its ranges (SCENE.md
 Table II).  A candidate is clipped into the cube before it is simulated, and its
