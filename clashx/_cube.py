@@ -1,7 +1,7 @@
 """The cube-table impact surrogate: (pre-impact state, contact parameters) → state after the impact window.
 
 The cube toss's counterpart of `clashx._surrogate` (CLASH's distilled model,
-He et al. 2026, Sec. III-A).  One impact is the first-impact event of
+He et al. 2026).  One impact is the first-impact event of
 `clashx._toss`: `pre_state` at first contact (a corner at z = 0) and
 `post_state` `WINDOW` = 4 frames (27 ms) later.
 

@@ -1,6 +1,6 @@
 """The parameter-conditioned collision surrogate: (strike, contact parameters) → post-impact velocity.
 
-CLASH's distilled model (He et al. 2026, Sec. III-A).  An Equinox MLP maps
+CLASH's distilled model (He et al. 2026).  An Equinox MLP maps
 features of one strike and the contact parameters to the block's velocity per
 unit strike speed, so the network learns the shape of the outcome and the
 physics' near-proportionality to v_pre comes for free.  The strike enters
