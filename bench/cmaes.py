@@ -247,7 +247,9 @@ def main() -> None:
     ap.add_argument("--targets", type=int, default=20)
     ap.add_argument("--population", type=int, default=16)
     ap.add_argument("--generations", type=int, default=20)
-    ap.add_argument("--timing-shape", default="square", choices=geo.SHAPES)
+    ap.add_argument(
+        "--timing-shape", choices=geo.SHAPES, help="shape of the timing job (default: --shape, else square)"
+    )
     ap.add_argument("--timing-targets", type=int, default=2)
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
@@ -257,6 +259,9 @@ def main() -> None:
     if a.fit and not a.shape:
         ap.error("--fit names one shape's strikes: give --shape too")
     shapes = [a.shape] if a.shape else list(geo.SHAPES)
+    a.timing_shape = a.timing_shape or a.shape or "square"
+    if not a.no_timing and a.timing_shape not in shapes:
+        ap.error(f"--timing-shape {a.timing_shape} must be among the shapes run ({', '.join(shapes)})")
     config = _optimize.MBOConfig(population=a.population, generations=a.generations).check()
     sims: dict = {}
     result: dict = {
@@ -324,8 +329,6 @@ def main() -> None:
             f"timing: {shape}, population {a.population} × {a.generations} generations × {a.timing_targets} targets",
             flush=True,
         )
-        if shape not in identified:
-            raise SystemExit(f"--timing-shape {shape} must be among the shapes run")
         params, handler, _ = identified[shape]["clashx"]
         targets = all_targets[shape][: a.timing_targets]
         t = timing(shape, params, handler, targets, config, sims, seed=a.seed)
