@@ -28,11 +28,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from evosax.algorithms import CMA_ES
 
 from . import _geometry as geo
 from . import _strike
 from ._metrics import relative_error, speed_vector
+from ._optimize import cmaes_in_box
 from ._types import Array, Float, PRNGKeyArray
 
 # MuJoCo's defaults for a contact pair: friction 1 (sliding) and solref (0.02, 1), i.e. damping ratio 1.
@@ -133,34 +133,24 @@ def identify_cmaes(
     velocities = np.asarray(velocities, np.float64)
     n, p = len(strikes), sim.space.size
     length = geo.characteristic_length(sim.shape)
-    es = CMA_ES(population_size=population, solution=jnp.zeros(p))
-    es_params = es.default_params.replace(std_init=std_init)
-    key, k_init = jax.random.split(key)
-    state = es.init(k_init, jnp.full(p, 0.5), es_params)
-    best_u, best_loss, history = np.full(p, 0.5), math.inf, []
-    for _ in range(generations):
-        key, k_ask, k_tell = jax.random.split(key, 3)
-        pop, state = es.ask(k_ask, state, es_params)
-        pop = np.asarray(pop, np.float64)
-        u = np.clip(pop, 0.0, 1.0)
+
+    def losses(u: np.ndarray) -> np.ndarray:
         phys = np.asarray(sim.space.from_unit(jnp.asarray(u)), np.float64)
         ev = _strike.simulate_strikes_c(
-            sim, np.tile(strikes, (population, 1)), np.repeat(phys, n, axis=0), to_rest=False, nthread=nthread
+            sim, np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0), to_rest=False, nthread=nthread
         )
-        pred = np.asarray(ev.post_velocity, np.float64).reshape(population, n, 3)
-        loss = np.asarray(relative_mse(pred, velocities[None], length), np.float64)
-        fitness = loss + np.sum((pop - u) ** 2, axis=1)
-        state, _ = es.tell(k_tell, jnp.asarray(pop), jnp.asarray(fitness), state, es_params)
-        i = int(np.argmin(loss))
-        history.append(float(loss[i]))
-        if loss[i] < best_loss:
-            best_u, best_loss = u[i], float(loss[i])
+        pred = np.asarray(ev.post_velocity, np.float64).reshape(len(u), n, 3)
+        return np.asarray(relative_mse(pred, velocities[None], length), np.float64)
+
+    best_u, best_loss, history = cmaes_in_box(
+        losses, np.full(p, 0.5), key=key, population=population, generations=generations, std_init=std_init
+    )
     return Identified(
         params=np.asarray(sim.space.from_unit(jnp.asarray(best_u)), np.float64),
         loss=best_loss,
         iterations=generations,
         evaluations=generations * population * n,
-        start_losses=np.asarray(history),
+        start_losses=history,
     )
 
 

@@ -250,15 +250,6 @@ def describe(result: MBOResult, start, target) -> dict:
     }
 
 
-def is_finite_pose(text: str) -> bool:
-    """Whether a string is three comma-separated finite numbers."""
-    try:
-        vals = [float(v) for v in text.split(",")]
-    except ValueError:
-        return False
-    return len(vals) == 3 and all(math.isfinite(v) for v in vals)
-
-
 # --- evaluators: strikes → rest poses, one per engine --------------------------------------------
 
 ENGINES = ("mjx-hybrid", "cpu-hybrid", "mujoco-c", "mjx", "mujoco-c-two-phase")
@@ -346,6 +337,50 @@ def optimize(
     return optimize_host(evaluate, goal, config, key=key, progress=progress)
 
 
+def cmaes_in_box(
+    losses: Callable[[np.ndarray], np.ndarray],
+    u0,
+    *,
+    key: PRNGKeyArray,
+    population: int,
+    generations: int,
+    std_init: float,
+    best: tuple[np.ndarray, float] | None = None,
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """CMA-ES (evosax, ask/tell on the host) over the unit box, for fits whose loss runs on the host.
+
+    Candidates are clipped into the box before `losses` sees them (one call per
+    generation: (population, d) → (population,)); the search ranks them by
+    loss plus the squared distance they were clipped by, which keeps its mean
+    inside the box.  The best clipped candidate seen is kept (and `best`, a
+    (u, loss) already evaluated, e.g. the start, competes with it).
+
+    Returns:
+        (u, loss, history): the best point of the box, its loss, and the best loss of each generation.
+    """
+    u0 = np.asarray(u0, np.float64)
+    es = CMA_ES(population_size=population, solution=jnp.zeros(len(u0)))
+    es_params = es.default_params.replace(std_init=std_init)
+    best_u, best_loss = (u0, math.inf) if best is None else (np.asarray(best[0], np.float64), float(best[1]))
+    key, k_init = jax.random.split(key)
+    state = es.init(k_init, jnp.asarray(u0, jnp.float32), es_params)
+    history = []
+    for _ in range(generations):
+        key, k_ask, k_tell = jax.random.split(key, 3)
+        pop, state = es.ask(k_ask, state, es_params)
+        pop = np.asarray(pop, np.float64)
+        u = np.clip(pop, 0.0, 1.0)
+        loss = np.asarray(losses(u), np.float64)
+        state, _ = es.tell(
+            k_tell, jnp.asarray(pop), jnp.asarray(loss + np.sum((pop - u) ** 2, axis=1)), state, es_params
+        )
+        i = int(np.argmin(loss))
+        history.append(float(loss[i]))
+        if loss[i] < best_loss:
+            best_u, best_loss = u[i], float(loss[i])
+    return best_u, best_loss, np.asarray(history)
+
+
 def identify_from_rest(
     rest_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
     space,
@@ -361,10 +396,10 @@ def identify_from_rest(
 ) -> tuple[np.ndarray, float]:
     """Contact parameters refit on observed rest poses, by CMA-ES from a first estimate.
 
-    The second stage of identification for tasks that end at rest (CMA-ES over
-    the unit cube of the prior, started at `params0`): the loss is the mean over
-    the fit strikes of ‖Δxy‖ + yaw_weight·|Δyaw| between simulated and observed
-    rest poses, plus the squared distance a candidate was clipped by.
+    The second stage of identification for tasks that end at rest
+    (`cmaes_in_box` over the unit cube of the prior, started at `params0`):
+    the loss is the mean over the fit strikes of ‖Δxy‖ + yaw_weight·|Δyaw|
+    between simulated and observed rest poses.
 
     Args:
         rest_of: (strikes (k, 3), params (k, p)) → rest poses (k, 3) in the start frame, on the host
@@ -381,27 +416,22 @@ def identify_from_rest(
     """
     strikes = np.asarray(strikes, np.float64)
     rest = jnp.asarray(rest, jnp.float32)
-    n, p = len(strikes), space.size
-    es = CMA_ES(population_size=population, solution=jnp.zeros(p))
-    es_params = es.default_params.replace(std_init=std_init)
+    n = len(strikes)
 
     def losses(u: np.ndarray) -> np.ndarray:
-        phys = np.asarray(space.from_unit(jnp.asarray(np.clip(u, 0.0, 1.0))), np.float64)
+        phys = np.asarray(space.from_unit(jnp.asarray(u)), np.float64)
         poses = np.asarray(rest_of(np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0))).reshape(len(u), n, 3)
         pos, yaw = pose_error(jnp.asarray(poses, jnp.float32), rest[None])
-        return np.asarray(jnp.mean(pos + yaw_weight * yaw, axis=1)) + np.sum((u - np.clip(u, 0.0, 1.0)) ** 2, axis=1)
+        return np.asarray(jnp.mean(pos + yaw_weight * yaw, axis=1))
 
-    u0 = np.asarray(space.to_unit(jnp.asarray(params0, jnp.float32)), np.float64)
-    best_u, best = u0, float(losses(u0[None])[0])
-    k_init, key = jax.random.split(key)
-    state = es.init(k_init, jnp.asarray(u0, jnp.float32), es_params)
-    for k in jax.random.split(key, generations):
-        k_ask, k_tell = jax.random.split(k)
-        pop, state = es.ask(k_ask, state, es_params)
-        pop = np.asarray(pop, np.float64)
-        loss = losses(pop)
-        state, _ = es.tell(k_tell, jnp.asarray(pop), jnp.asarray(loss), state, es_params)
-        i = int(np.argmin(loss))
-        if loss[i] < best:
-            best_u, best = np.clip(pop[i], 0.0, 1.0), float(loss[i])
-    return np.asarray(space.from_unit(jnp.asarray(best_u, jnp.float32)), np.float64), best
+    u0 = np.clip(np.asarray(space.to_unit(jnp.asarray(params0, jnp.float32)), np.float64), 0.0, 1.0)
+    u, loss, _ = cmaes_in_box(
+        losses,
+        u0,
+        key=key,
+        population=population,
+        generations=generations,
+        std_init=std_init,
+        best=(u0, float(losses(u0[None])[0])),
+    )
+    return np.asarray(space.from_unit(jnp.asarray(u, jnp.float32)), np.float64), loss
