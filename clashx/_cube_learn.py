@@ -24,7 +24,7 @@ import optax
 from . import _toss
 from ._cube import CubeSurrogate, impact_targets, make_cube_surrogate, save_cube_surrogate
 from ._events import load_events
-from ._finetune import FinetuneConfig, _trainable
+from ._finetune import FinetuneConfig, _trainable, choose_steps, cv_folds
 from ._params import ParamSpace
 from ._pretrain import _split
 from ._types import Array, Float, PRNGKeyArray
@@ -326,20 +326,9 @@ def finetune_cube(
     pre = jnp.asarray(pre, jnp.float32)
     targets = _batch_targets(pre, jnp.asarray(post, jnp.float32))
     params = jnp.asarray(params, jnp.float32)
-    n = len(pre)
-    if n < 2:
-        raise ValueError(f"fine-tuning needs at least 2 impacts to cross-validate, got {n}")
-    config = dataclasses.replace(config, folds=min(config.folds, n))
-    fold_of = jnp.asarray(np.asarray(jax.random.permutation(key, n)) % config.folds)
+    config, fold_of = cv_folds(key, len(pre), config, what="impacts")
     mean = np.asarray(_cv(model, pre, targets, params, fold_of, config)).mean(0)
-    best = int(np.argmin(mean))
-    gain = 1.0 - mean[best] / max(mean[0], 1e-12)
-    steps = best if best > 0 and gain >= config.min_gain else 0
-    reason = (
-        f"cross-validation: held-out loss lowest after {best} of {config.max_steps} steps ({gain:.1%} below pretrained)"
-        if steps
-        else f"cross-validation: no step count lowers the held-out loss by {config.min_gain:.0%}; model unchanged"
-    )
+    steps, best, reason = choose_steps(mean, config)
     tuned = _train(model, pre, targets, params, config, steps) if steps else model
     return tuned, {
         "steps": steps,

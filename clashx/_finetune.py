@@ -123,6 +123,34 @@ def _train_steps(base, strikes, velocities, params, n_steps, config: FinetuneCon
     return model, curve
 
 
+def cv_folds(key: PRNGKeyArray, n: int, config: FinetuneConfig, *, what: str) -> tuple[FinetuneConfig, Array]:
+    """The fold of each of `n` real `what` (at most one fold per event) and the config with that many folds."""
+    if n < 2:
+        raise ValueError(f"fine-tuning needs at least 2 {what} to cross-validate, got {n}")
+    config = dataclasses.replace(config, folds=min(config.folds, n))
+    return config, jnp.asarray(np.asarray(jax.random.permutation(key, n)) % config.folds)
+
+
+def choose_steps(mean: np.ndarray, config: FinetuneConfig) -> tuple[int, int, str]:
+    """The early-stopping rule: (steps, best, reason) from the mean held-out loss after 0 … max_steps steps.
+
+    The step count with the lowest mean held-out loss is taken if it beats the
+    pretrained model (0 steps) by `config.min_gain`; otherwise none.
+    """
+    best = int(np.argmin(mean))
+    gain = 1.0 - mean[best] / max(mean[0], 1e-12)
+    if best == 0 or gain < config.min_gain:
+        return (
+            0,
+            best,
+            f"cross-validation: no step count lowers the held-out loss by {config.min_gain:.0%} (best {gain:.1%}); model unchanged",
+        )
+    reason = f"cross-validation: held-out loss lowest after {best} of {config.max_steps} steps ({gain:.1%} below the pretrained model)"
+    if best == config.max_steps:
+        reason += "; the step budget ran out first, a larger --max-steps may help"
+    return best, best, reason
+
+
 def finetune(
     model: Surrogate,
     strikes: Float[Array, "n 3"],
@@ -150,27 +178,11 @@ def finetune(
     strikes = jnp.asarray(strikes, jnp.float32)
     velocities = jnp.asarray(velocities, jnp.float32)
     params = jnp.asarray(params, jnp.float32)
-    n = len(strikes)
-    if n < 2:
-        raise ValueError(f"fine-tuning needs at least 2 events to cross-validate, got {n}")
-    folds = min(config.folds, n)
-    config = dataclasses.replace(config, folds=folds)
-    fold_of = jnp.asarray(np.asarray(jax.random.permutation(key, n)) % folds)
+    config, fold_of = cv_folds(key, len(strikes), config, what="events")
     length = geo.characteristic_length(model.shape)
     curves = np.asarray(_cv_curves(model, strikes, velocities, params, fold_of, config, length))
     mean = curves.mean(0)
-    best = int(np.argmin(mean))
-    gain = 1.0 - mean[best] / max(mean[0], 1e-12)
-    if best == 0 or gain < config.min_gain:
-        steps, reason = (
-            0,
-            f"cross-validation: no step count lowers the held-out loss by {config.min_gain:.0%} (best {gain:.1%}); model unchanged",
-        )
-    else:
-        steps = best
-        reason = f"cross-validation: held-out loss lowest after {best} of {config.max_steps} steps ({gain:.1%} below the pretrained model)"
-        if best == config.max_steps:
-            reason += "; the step budget ran out first, a larger --max-steps may help"
+    steps, best, reason = choose_steps(mean, config)
     tuned = model if steps == 0 else _train_steps(model, strikes, velocities, params, steps, config, length)[0]
     report = {
         "steps": steps,
@@ -178,7 +190,7 @@ def finetune(
         "cv_loss_pretrained": float(mean[0]),
         "cv_loss_best": float(mean[best]),
         "cv_curve": [float(v) for v in mean],
-        "folds": folds,
+        "folds": config.folds,
         "config": dataclasses.asdict(config),
     }
     return tuned, report
