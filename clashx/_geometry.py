@@ -13,7 +13,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from ._types import Array, Float, ScalarLike
+from ._types import Array, Bool, Float, ScalarLike
 
 SHAPES = ("semi-cylinder", "square", "triangle")
 
@@ -117,6 +117,27 @@ def rot2(angle: ScalarLike) -> Float[Array, "2 2"]:
     return jnp.array([[c, -s], [s, c]])
 
 
+def line_edge_hits(
+    poly: Float[Array, "N 2"], origin: Float[Array, "2"], direction: Float[Array, "2"]
+) -> tuple[Float[Array, "N"], Float[Array, "N"], Bool[Array, "N"], Float[Array, "N 2"]]:
+    """Where the line origin + t·direction crosses each edge of a closed polygon (Cramer's rule).
+
+    Edge i runs from poly[i] to poly[i+1]; it is met at t (along the line) and
+    s ∈ [0, 1] (along the edge) when `ok` (the line is not parallel to it).
+
+    Returns:
+        (t, s, ok, edge): each (N,), and the edge vectors (N, 2).
+    """
+    a = poly - origin
+    edge = jnp.roll(poly, -1, axis=0) - poly
+    det = -direction[0] * edge[:, 1] + direction[1] * edge[:, 0]
+    ok = jnp.abs(det) >= 1e-12
+    safe = jnp.where(ok, det, 1.0)
+    t = (-a[:, 0] * edge[:, 1] + a[:, 1] * edge[:, 0]) / safe
+    s = (direction[0] * a[:, 1] - direction[1] * a[:, 0]) / safe
+    return t, s, ok, edge
+
+
 def impact_geometry(shape: str, theta: ScalarLike) -> tuple[Float[Array, "2"], Float[Array, "2"]]:
     """Impact point and outward unit normal for polar angle `theta` (SCENE.md, "A strike").
 
@@ -135,18 +156,11 @@ def impact_geometry(shape: str, theta: ScalarLike) -> tuple[Float[Array, "2"], F
     ray = jnp.stack([jnp.cos(theta), jnp.sin(theta)])
     if shape == "semi-cylinder":
         return RADIUS * ray, ray
-    poly = jnp.asarray(outline(shape))
-    a, b = poly, jnp.roll(poly, -1, axis=0)
-    edge = b - a
-    # Solve t·ray = a + s·edge for every edge at once (Cramer's rule).
-    det = -ray[0] * edge[:, 1] + ray[1] * edge[:, 0]
-    safe = jnp.where(jnp.abs(det) < 1e-12, 1.0, det)
-    t = (-a[:, 0] * edge[:, 1] + a[:, 1] * edge[:, 0]) / safe
-    s = (ray[0] * a[:, 1] - ray[1] * a[:, 0]) / safe
+    t, s, ok, edge = line_edge_hits(jnp.asarray(outline(shape)), jnp.zeros(2, ray.dtype), ray)
     # At a vertex two edges hit; take the first, as the lab does (its tolerance is 1e-9 in
     # float64; in float32 the rounding of s alone is ~1e-7, so the tolerance follows the dtype).
     tol = max(1e-9, 16 * float(jnp.finfo(s.dtype).eps))
-    hit = (jnp.abs(det) >= 1e-12) & (t > 0) & (s >= -tol) & (s <= 1 + tol)
+    hit = ok & (t > 0) & (s >= -tol) & (s <= 1 + tol)
     i = jnp.argmax(hit)
     normal = jnp.stack([edge[i, 1], -edge[i, 0]]) / jnp.linalg.norm(edge[i])
     return t[i] * ray, normal

@@ -235,15 +235,9 @@ def strike_of_state(hs: HybridSim, qpos: Float[Array, "10"], qvel: Float[Array, 
         point = centre + (-b - jnp.sqrt(disc)) * d
     else:
         a = hs.outline.astype(qpos.dtype)
-        edge = jnp.roll(a, -1, axis=0) - a
-        # centre + t·d = a + s·edge, entering edges only (d · outward normal < 0)
-        det = -d[0] * edge[:, 1] + d[1] * edge[:, 0]
-        safe = jnp.where(jnp.abs(det) < 1e-12, 1.0, det)
-        rel = a - centre
-        t = (-rel[:, 0] * edge[:, 1] + rel[:, 1] * edge[:, 0]) / safe
-        s = (d[0] * rel[:, 1] - d[1] * rel[:, 0]) / safe
-        entering = (d @ _edge_normals(a).T) < 0
-        ok = entering & (jnp.abs(det) >= 1e-12) & (s >= -1e-6) & (s <= 1 + 1e-6)
+        t, s, ok, _ = geo.line_edge_hits(a, centre, d)
+        entering = (d @ _edge_normals(a).T) < 0  # d · outward normal < 0
+        ok = entering & ok & (s >= -1e-6) & (s <= 1 + 1e-6)
         point = centre + jnp.min(jnp.where(ok, t, jnp.inf)) * d
         point = jnp.where(jnp.isfinite(point), point, centre)
     theta = jnp.arctan2(point[1], point[0])
