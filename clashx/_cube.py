@@ -34,7 +34,6 @@ parameter space; saved as equinox leaves beside a JSON of metadata
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from typing import Any
 
@@ -44,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _toss
+from ._io import check_space, read_model_meta, save_model
 from ._params import ParamSpace, cube_space
 from ._types import Array, Float, PRNGKeyArray
 
@@ -201,18 +201,10 @@ def describe_cube_surrogate(model: CubeSurrogate) -> dict[str, Any]:
 
 def save_cube_surrogate(run_dir: str | os.PathLike, model: CubeSurrogate, extra: dict | None = None) -> None:
     """Write `model` to `run_dir` (weights and metadata, each file atomically)."""
-    run_dir = os.fspath(run_dir)
-    os.makedirs(run_dir, exist_ok=True)
-    tmp = os.path.join(run_dir, MODEL_FILE + ".tmp")
-    eqx.tree_serialise_leaves(tmp, model)
-    os.replace(tmp, os.path.join(run_dir, MODEL_FILE))
     from ._generate import versions
 
     meta = describe_cube_surrogate(model) | {"versions": versions()} | (extra or {})
-    tmp = os.path.join(run_dir, META_FILE + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(meta, f, indent=1)
-    os.replace(tmp, os.path.join(run_dir, META_FILE))
+    save_model(run_dir, model, meta, MODEL_FILE, META_FILE)
 
 
 def load_cube_surrogate(run_dir: str | os.PathLike, *, space: ParamSpace | None = None) -> CubeSurrogate:
@@ -223,20 +215,12 @@ def load_cube_surrogate(run_dir: str | os.PathLike, *, space: ParamSpace | None 
         ValueError: the checkpoint is of another format, window or parameter space.
     """
     run_dir = os.fspath(run_dir)
-    meta_path = os.path.join(run_dir, META_FILE)
-    if not os.path.exists(meta_path):
-        raise FileNotFoundError(f"{run_dir}: no {META_FILE}; pretrain a cube surrogate (bench/cube_toss.py --pretrain)")
-    with open(meta_path) as f:
-        meta = json.load(f)
+    meta, meta_path = read_model_meta(run_dir, META_FILE, "pretrain a cube surrogate (bench/cube_pretrain.py)")
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT!r}; retrain the surrogate")
     if abs(meta["window_s"] - _toss.WINDOW) > 1e-9:
         raise ValueError(f"{meta_path}: trained for a {meta['window_s']} s window, clashx uses {_toss.WINDOW} s")
-    if space is not None and space.describe() != meta["param_space"]:
-        raise ValueError(
-            f"{run_dir}: the surrogate is conditioned on {meta['param_space']['names']} with ranges "
-            f"{meta['param_space']['low']}..{meta['param_space']['high']}, not on {space.describe()}"
-        )
+    check_space(run_dir, meta, space)
     skeleton = make_cube_surrogate(
         key=jax.random.PRNGKey(0),
         space=ParamSpace.from_description(meta["param_space"]),

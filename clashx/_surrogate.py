@@ -22,7 +22,6 @@ Saved as equinox leaves (`surrogate.eqx`) beside a JSON of metadata
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
@@ -32,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _geometry as geo
+from ._io import check_space, read_model_meta, save_model
 from ._params import ParamSpace, strike_space
 from ._types import Array, Float, PRNGKeyArray
 
@@ -144,18 +144,9 @@ def describe(model: Surrogate) -> dict[str, Any]:
 
 def save_surrogate(run_dir: str | os.PathLike, model: Surrogate, extra: dict | None = None) -> None:
     """Write `model` to `run_dir` (weights and metadata, each file atomically)."""
-    run_dir = os.fspath(run_dir)
-    os.makedirs(run_dir, exist_ok=True)
-    tmp = os.path.join(run_dir, MODEL_FILE + ".tmp")
-    eqx.tree_serialise_leaves(tmp, model)
-    os.replace(tmp, os.path.join(run_dir, MODEL_FILE))
     from ._generate import versions
 
-    meta = describe(model) | {"versions": versions()} | (extra or {})
-    tmp = os.path.join(run_dir, META_FILE + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(meta, f, indent=1)
-    os.replace(tmp, os.path.join(run_dir, META_FILE))
+    save_model(run_dir, model, describe(model) | {"versions": versions()} | (extra or {}), MODEL_FILE, META_FILE)
 
 
 def load_surrogate(
@@ -172,11 +163,7 @@ def load_surrogate(
         ValueError: the checkpoint is for another scene, shape or parameter space.
     """
     run_dir = os.fspath(run_dir)
-    meta_path = os.path.join(run_dir, META_FILE)
-    if not os.path.exists(meta_path):
-        raise FileNotFoundError(f"{run_dir}: no {META_FILE}; is this a run folder written by `clashx pretrain`?")
-    with open(meta_path) as f:
-        meta = json.load(f)
+    meta, meta_path = read_model_meta(run_dir, META_FILE, "is this a run folder written by `clashx pretrain`?")
     if meta.get("format") != "clashx.surrogate/2" or meta.get("scene") != "strike":
         raise ValueError(
             f"{meta_path}: not a strike surrogate (format {meta.get('format')!r}, scene {meta.get('scene')!r})"
@@ -185,13 +172,8 @@ def load_surrogate(
         raise ValueError(
             f"{run_dir}: the surrogate is for the {meta['shape']!r} block, not {shape!r}; pretrain one for {shape!r}"
         )
+    check_space(run_dir, meta, space)
     saved_space = ParamSpace.from_description(meta["param_space"])
-    if space is not None and space.describe() != meta["param_space"]:
-        raise ValueError(
-            f"{run_dir}: the surrogate is conditioned on parameters {meta['param_space']['names']} "
-            f"with ranges {meta['param_space']['low']}..{meta['param_space']['high']}, not on {space.describe()['names']} "
-            f"with {space.describe()['low']}..{space.describe()['high']}"
-        )
     skeleton = make_surrogate(
         meta["shape"], key=jax.random.PRNGKey(0), space=saved_space, width=meta["width"], depth=meta["depth"]
     )
