@@ -95,8 +95,8 @@ def fit_events(path: str, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int) -> dict:
     """{method: (params, handler or None, details)} for the three MBO methods."""
-    sim = sims.setdefault((shape, 0.004), _strike.make_strike_sim(shape))
-    hs = sims.setdefault((shape, "hybrid"), _hybrid.make_hybrid_sim(shape, sim=sim))
+    hs = _optimize.cached_hybrid(sims, shape)  # the scenes the CMA-ES evaluators use too
+    sim = hs.sim
     strikes, vel, rest = fit_events(fit, shape)
     key = jax.random.PRNGKey(seed)
     out = {"mujoco_nominal": (np.asarray(bl.NOMINAL_PARAMS), None, {})}
@@ -146,7 +146,7 @@ def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int
 
 def clamped_count(shape, handler, strikes, params, sims) -> int:
     """How many of the chosen strikes' impacts the hybrid's energy guard clamped."""
-    return int(_hybrid.hybrid_rollouts_c(sims[(shape, "hybrid")], handler, strikes, params).clamped.sum())
+    return int(_hybrid.hybrid_rollouts_c(_optimize.cached_hybrid(sims, shape), handler, strikes, params).clamped.sum())
 
 
 def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.ndarray:

@@ -280,41 +280,51 @@ class MJXEvaluator(eqx.Module):
         return jax.vmap(lambda s: simulate_strike(self.sim, s, self.params).rest_pose)(strikes)
 
 
+def cached_scene(sims: dict, shape: str, dt_slide: float):
+    """The strike scene of `shape` with slide step `dt_slide`, built once per `sims` cache."""
+    from . import _scenes, _strike
+
+    k = (shape, dt_slide)
+    if k not in sims:
+        sims[k] = _strike.make_strike_sim(shape, _scenes.SolverSettings(dt_slide=dt_slide))
+    return sims[k]
+
+
+def cached_hybrid(sims: dict, shape: str):
+    """The hybrid scene of `shape` (on the default strike scene), built once per `sims` cache."""
+    from . import _hybrid, _scenes
+
+    k = (shape, "hybrid")
+    if k not in sims:
+        sims[k] = _hybrid.make_hybrid_sim(shape, sim=cached_scene(sims, shape, _scenes.SolverSettings().dt_slide))
+    return sims[k]
+
+
 def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict | None = None):
     """The rest-pose evaluator of one engine, with (jit-able, host) flag.
 
     Engines: "mjx-hybrid" and "cpu-hybrid" (the surrogate `handler` at the
-    impact, MJX / MuJoCo C for the rest, 4 ms steps); "mujoco-c" and "mjx"
+    impact, MJX / MuJoCo C for the rest, 4 ms then 8 ms steps); "mujoco-c" and "mjx"
     (full contact at the 1 ms step the striker-block pair needs, for the whole
     strike); "mujoco-c-two-phase" (full contact at 1 ms until release, then
-    4 ms: what `clashx generate` simulates).  `sims` caches scenes by
-    (shape, dt_slide) across calls.
+    4 ms: what `clashx generate` simulates).  `sims` caches the scenes across
+    calls (`cached_scene`, `cached_hybrid`).
     """
     from . import _hybrid, _scenes, _strike
 
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     sims = {} if sims is None else sims
-
-    def scene(dt_slide: float):
-        k = (shape, dt_slide)
-        if k not in sims:
-            sims[k] = _strike.make_strike_sim(shape, _scenes.SolverSettings(dt_slide=dt_slide))
-        return sims[k]
-
     params = np.asarray(params, np.float64)
     if engine in ("mjx-hybrid", "cpu-hybrid"):
         if handler is None:
             raise ValueError(f"engine {engine!r} needs a handler (a surrogate)")
-        key = (shape, "hybrid")
-        if key not in sims:
-            sims[key] = _hybrid.make_hybrid_sim(shape, sim=scene(_scenes.SolverSettings().dt_slide))
-        hs = sims[key]
+        hs = cached_hybrid(sims, shape)
         if engine == "mjx-hybrid":
             return HybridEvaluator(hs, handler, jnp.asarray(params, jnp.float32)), True
         return (lambda s: _hybrid.hybrid_rollouts_c(hs, handler, s, params).rest_pose), False
     dt = _scenes.SolverSettings().dt_contact if engine in ("mujoco-c", "mjx") else _scenes.SolverSettings().dt_slide
-    sim = scene(dt)
+    sim = cached_scene(sims, shape, dt)
     if engine == "mjx":
         return MJXEvaluator(sim, jnp.asarray(params, jnp.float32)), True
     return (

@@ -260,17 +260,27 @@ def run_optimize(
         raise ValueError(f"{model_dir}: the surrogate is for the {model.shape!r} block, not --shape {shape!r}")
     params = _params_for(model_dir, model, params_path)
     t0 = time.perf_counter()
+    sims: dict = {}
     res = optimize(
-        engine, shape, params, start, target, config, key=jax.random.PRNGKey(seed), handler=model, progress=progress
+        engine,
+        shape,
+        params,
+        start,
+        target,
+        config,
+        key=jax.random.PRNGKey(seed),
+        handler=model,
+        sims=sims,
+        progress=progress,
     )
     res = jax.block_until_ready(res)
     out = describe(res, start, target)
     # the chosen strike once more on the CPU hybrid: what the handler predicted and whether the
     # energy guard had to clamp it (never silent)
-    from ._hybrid import hybrid_rollouts_c, make_hybrid_sim
-    from ._optimize import clip_to_ranges
+    from ._hybrid import hybrid_rollouts_c
+    from ._optimize import cached_hybrid, clip_to_ranges
 
-    check = hybrid_rollouts_c(make_hybrid_sim(shape), model, clip_to_ranges(res.strike)[None], params)
+    check = hybrid_rollouts_c(cached_hybrid(sims, shape), model, clip_to_ranges(res.strike)[None], params)
     out["post_velocity"] = np.asarray(check.post_velocity[0], float).tolist()
     out["impact_clamped"] = bool(check.clamped[0])
     out.update(
