@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _toss
-from ._io import check_space, read_model_meta, save_model
+from ._io import check_space, load_model_leaves, read_model_meta, save_model
 from ._params import ParamSpace, cube_space
 from ._types import Array, Float, PRNGKeyArray
 
@@ -52,6 +52,8 @@ META_FILE = "cube_surrogate.json"
 FORMAT = "clashx.cube_surrogate/1"
 N_STATE_FEATURES = 14  # the parameters add space.size more
 N_OUT = 12
+_META_KEYS = ("format", "window_s", "param_space", "width", "depth")
+_RETRAIN = "retrain it (bench/cube_pretrain.py)"
 
 
 def _cube_group() -> np.ndarray:
@@ -212,22 +214,26 @@ def load_cube_surrogate(run_dir: str | os.PathLike, *, space: ParamSpace | None 
 
     Raises:
         FileNotFoundError: no cube surrogate in `run_dir`.
-        ValueError: the checkpoint is of another format, window or parameter space.
+        ValueError: the checkpoint is of another format, window or parameter space, or a
+            file of it is corrupt or does not match the other (names the file and the fix).
     """
     run_dir = os.fspath(run_dir)
-    meta, meta_path = read_model_meta(run_dir, META_FILE, "pretrain a cube surrogate (bench/cube_pretrain.py)")
+    meta, meta_path = read_model_meta(
+        run_dir, META_FILE, "pretrain a cube surrogate (bench/cube_pretrain.py)", keys=_META_KEYS, retrain=_RETRAIN
+    )
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT!r}; retrain the surrogate")
     if abs(meta["window_s"] - _toss.WINDOW) > 1e-9:
         raise ValueError(f"{meta_path}: trained for a {meta['window_s']} s window, clashx uses {_toss.WINDOW} s")
     check_space(run_dir, meta, space)
-    skeleton = make_cube_surrogate(
-        key=jax.random.PRNGKey(0),
-        space=ParamSpace.from_description(meta["param_space"]),
-        width=meta["width"],
-        depth=meta["depth"],
-    )
-    return eqx.tree_deserialise_leaves(os.path.join(run_dir, MODEL_FILE), skeleton)
+
+    def skeleton() -> CubeSurrogate:
+        saved = ParamSpace.from_description(meta["param_space"])
+        return make_cube_surrogate(
+            key=jax.random.PRNGKey(0), space=saved, width=int(meta["width"]), depth=int(meta["depth"])
+        )
+
+    return load_model_leaves(run_dir, MODEL_FILE, META_FILE, skeleton, _RETRAIN)
 
 
 def shipped_cube_surrogate() -> CubeSurrogate:

@@ -146,16 +146,35 @@ def atomic_savez(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None
         raise
 
 
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # an .npz is a zip archive (a full one, or an empty one)
+
+
 def read_npz(path: str | os.PathLike, what: str = ".npz file") -> dict[str, np.ndarray]:
     """All arrays of an .npz file (no pickles), or an EventFileError naming the file and what it should be."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise EventFileError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise EventFileError(f"{path}: a folder, not a {what}")
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head not in ZIP_MAGIC:
+        raise EventFileError(
+            f"{path}: not a readable {what}: an .npz is a zip archive (numpy.savez) and this file is not one "
+            "(another format, or damaged); check the path, or save the arrays with numpy.savez"
+        )
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except Exception as e:  # a truncated, pickled or foreign file
-        raise EventFileError(f"{path}: not a readable {what} ({e}); save it with numpy.savez") from None
+    except ValueError as e:
+        if "pickle" not in str(e):
+            raise EventFileError(f"{path}: not a readable {what} ({e}); save it with numpy.savez") from None
+        raise EventFileError(
+            f"{path}: holds an array of Python objects, which clashx does not load (unsafe); "
+            "save numbers and strings only with numpy.savez"
+        ) from None
+    except Exception as e:  # a truncated or damaged archive
+        raise EventFileError(f"{path}: a damaged {what} ({type(e).__name__}: {e}); write it again") from None
 
 
 def save_events(path: str | os.PathLike, events: dict[str, Any]) -> None:
@@ -171,12 +190,24 @@ def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, 
     path = os.fspath(path)
     raw = read_npz(path, ".npz event file")
     if str(raw.get("format", "")) != FORMAT:
-        raise EventFileError(f"{path}: 'format' is {str(raw.get('format', 'missing'))!r}; expected {FORMAT!r}")
+        raise EventFileError(f"{path}: {_not_events(raw, path)}")
     events = validate_events(raw, where=path)
     if scene is not None and str(events["scene"]) != scene:
         raise EventFileError(f"{path}: holds {str(events['scene'])!r} events; this command needs {scene!r} events")
     events["meta"] = json.loads(str(events["meta"]))
     return events
+
+
+def _not_events(raw: dict[str, np.ndarray], path: str) -> str:
+    """Why `raw` (an .npz's arrays without this format) is not an event file, and what to do."""
+    if "block_pose" in raw and "offsets" in raw:
+        return (
+            "a strike recording, not an event file; turn it into one with "
+            f"`clashx ingest --source strike-lab --input {path} --out EVENTS.npz` and pass EVENTS.npz"
+        )
+    if "format" not in raw:
+        return f"not an event file (no 'format' key; event files have format {FORMAT!r}: `clashx generate` or `ingest`)"
+    return f"'format' is {str(raw['format'])!r}; expected {FORMAT!r}"
 
 
 def n_events(events: dict[str, Any]) -> int:

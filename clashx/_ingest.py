@@ -87,7 +87,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._events import read_npz, validate_events
+from ._events import EventFileError, read_npz, validate_events
 from ._geometry import footprint_com
 from ._ingest_checks import MIN_SLIDE_SAMPLES as MIN_SLIDE_SAMPLES
 from ._ingest_checks import RELEASE_AFTER as RELEASE_AFTER
@@ -473,6 +473,11 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
     t_all = np.asarray(raw["t"], dtype=np.float64)
     pose_all = np.asarray(raw["block_pose"], dtype=np.float64)
     touched = np.asarray(raw["touched"]).astype(bool)
+    if not touched.any():
+        raise EventFileError(
+            f"{where}: the striker missed the block in all {n} strike(s) ('touched' is false throughout), so there "
+            "is no impact to ingest; check the recording (shape, start pose) or record strikes that hit the block"
+        )
     t_touch = np.where(touched, np.asarray(raw["t_first_touch"], dtype=np.float64), np.nan)
     given_start = np.asarray(raw["start_pose"], dtype=np.float64) if "start_pose" in raw else None
     tracks = [(t_all[a:b], pose_all[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]

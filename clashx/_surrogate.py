@@ -31,13 +31,15 @@ import jax
 import jax.numpy as jnp
 
 from . import _geometry as geo
-from ._io import check_space, read_model_meta, save_model
+from ._io import check_space, load_model_leaves, read_model_meta, save_model
 from ._params import ParamSpace, strike_space
 from ._types import Array, Float, PRNGKeyArray
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more
 MODEL_FILE = "surrogate.eqx"
 META_FILE = "surrogate.json"
+_META_KEYS = ("format", "scene", "shape", "param_space", "width", "depth")
+_RETRAIN = "re-run `clashx pretrain` (or `clashx finetune`) into a fresh --out"
 
 _THETA1_MAX = geo.STRIKE_RANGES["theta1"][1]
 _V_MID = 0.5 * sum(geo.STRIKE_RANGES["v_pre"])
@@ -160,10 +162,13 @@ def load_surrogate(
 
     Raises:
         FileNotFoundError: no surrogate in `run_dir`.
-        ValueError: the checkpoint is for another scene, shape or parameter space.
+        ValueError: the checkpoint is for another scene, shape or parameter space, or a
+            file of it is corrupt or does not match the other (names the file and the fix).
     """
     run_dir = os.fspath(run_dir)
-    meta, meta_path = read_model_meta(run_dir, META_FILE, "is this a run folder written by `clashx pretrain`?")
+    meta, meta_path = read_model_meta(
+        run_dir, META_FILE, "is this a run folder written by `clashx pretrain`?", keys=_META_KEYS, retrain=_RETRAIN
+    )
     if meta.get("format") != "clashx.surrogate/2" or meta.get("scene") != "strike":
         raise ValueError(
             f"{meta_path}: not a strike surrogate (format {meta.get('format')!r}, scene {meta.get('scene')!r})"
@@ -173,11 +178,14 @@ def load_surrogate(
             f"{run_dir}: the surrogate is for the {meta['shape']!r} block, not {shape!r}; pretrain one for {shape!r}"
         )
     check_space(run_dir, meta, space)
-    saved_space = ParamSpace.from_description(meta["param_space"])
-    skeleton = make_surrogate(
-        meta["shape"], key=jax.random.PRNGKey(0), space=saved_space, width=meta["width"], depth=meta["depth"]
-    )
-    return eqx.tree_deserialise_leaves(os.path.join(run_dir, MODEL_FILE), skeleton)
+
+    def skeleton() -> Surrogate:
+        saved = ParamSpace.from_description(meta["param_space"])
+        return make_surrogate(
+            meta["shape"], key=jax.random.PRNGKey(0), space=saved, width=int(meta["width"]), depth=int(meta["depth"])
+        )
+
+    return load_model_leaves(run_dir, MODEL_FILE, META_FILE, skeleton, _RETRAIN)
 
 
 def velocity_loss(
