@@ -3,9 +3,11 @@
 `generate(config)` samples inputs and contact parameters over the prior,
 simulates them chunk by chunk (MJX or MuJoCo C), and writes one event file
 (`clashx._events` format).  While it runs, finished chunks live in
-`OUT.parts/` beside a `manifest.json`; a rerun with the same flags skips them,
-a rerun with other flags is refused, and the final file is written atomically
-once every chunk is there.  Chunk `i` draws its inputs from
+`OUT.parts/` beside a `manifest.json`; a rerun with the same flags checks and
+skips them (a damaged chunk is simulated again), a rerun with other flags is
+refused with the flags that differ, and the final file is written atomically
+once every chunk is there.  Engine "auto" is resolved before anything is
+recorded, so a resume with "auto" on the same machine matches.  Chunk `i` draws its inputs from
 `fold_in(PRNGKey(seed), i)`, so the data depend only on the seed and the chunk
 size, never on where a run was interrupted.
 """
@@ -26,9 +28,22 @@ import numpy as np
 
 from . import _events, _strike
 from . import _geometry as geo
+from ._engine import resolve_engine
+from ._io import describe_changes, write_json
 
 SCENES = ("strike", "cube-toss")
-ENGINES = ("mjx", "c")
+ENGINES = ("auto", "mjx", "c")
+# The flag that sets each GenerateConfig field, for naming what differs from an interrupted run.
+FLAGS = {
+    "scene": "--scene",
+    "shape": "--shape",
+    "n": "--n",
+    "seed": "--seed",
+    "chunk_size": "--chunk-size",
+    "engine": "--engine",
+    "to_rest": "to_rest (--no-rest)",
+    "out": "--out",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +57,8 @@ class GenerateConfig:
         seed: PRNG seed; same seed and chunk size, same data.
         out: output event file (.npz).
         chunk_size: events simulated and saved together.
-        engine: "mjx" (jit + vmap; GPU if present) or "c" (MuJoCo C on all cores).
+        engine: "mjx" (jit + vmap on the JAX device), "c" (MuJoCo C on all CPU cores) or
+            "auto" (`clashx._engine.resolve_engine`: "c" where JAX has only a CPU, else "mjx").
         to_rest: also simulate the slide to rest (strike scene).
     """
 
@@ -52,7 +68,7 @@ class GenerateConfig:
     seed: int = 0
     shape: str = ""
     chunk_size: int = 1024
-    engine: str = "mjx"
+    engine: str = "auto"
     to_rest: bool = True
 
     def __post_init__(self):
@@ -147,55 +163,48 @@ def _manifest(config: GenerateConfig, job) -> dict:
     }
 
 
-def generate(config: GenerateConfig, *, progress: Callable[[int, int], None] | None = None) -> dict:
+def generate(
+    config: GenerateConfig,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> dict:
     """Generate `config.n` events into `config.out`, resuming a killed run.
 
     Args:
-        config: what to generate.
+        config: what to generate; engine "auto" is resolved first, and the
+            resolved engine is what the manifest records and a resume compares.
         progress: called as `progress(done_events, total_events)` after each chunk.
+        report: called with a line of news for the user: a resumed run, a damaged chunk made again.
 
     Returns:
         The manifest (config, versions, ranges, solver settings) also stored in the file's `meta`.
 
     Raises:
-        ValueError: if `OUT.parts/` holds chunks of a run with other settings.
+        ValueError: if `OUT.parts/` holds chunks of a run with other settings (names each one).
     """
+    config = dataclasses.replace(config, engine=resolve_engine(config.engine, cpu="c", accelerator="mjx"))
+    report = report or (lambda line: None)
     job = _job(config)
     manifest = _manifest(config, job)
     parts = config.out + ".parts"
-    man_path = os.path.join(parts, "manifest.json")
-    if os.path.isdir(parts) and os.path.exists(man_path):
-        with open(man_path) as f:
-            old = json.load(f)
-        if old["config"] != manifest["config"]:
-            raise ValueError(
-                f"{parts} holds chunks of an interrupted run with other settings ({old['config']}); "
-                f"rerun with those flags to resume, or delete {parts} to start over"
-            )
-    else:
-        os.makedirs(parts, exist_ok=True)
-        tmp = man_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(manifest, f, indent=1)
-        os.replace(tmp, man_path)
+    _open_parts(parts, manifest, report)
     n_chunks = -(-config.n // config.chunk_size)
     root = jax.random.PRNGKey(config.seed)
+    chunks = []
     for i in range(n_chunks):
         path = os.path.join(parts, f"chunk-{i:05d}.npz")
         size = min(config.chunk_size, config.n - i * config.chunk_size)
-        if not os.path.exists(path):
-            inputs = job.inputs(jax.random.fold_in(root, i), size)
-            if config.engine == "mjx":  # a short last chunk is padded: one compiled shape per run
-                full = min(config.chunk_size, config.n)
-                inputs = [np.concatenate([a, np.repeat(a[-1:], full - size, 0)]) for a in inputs]
-            events = _events.select(job.simulate(*inputs), slice(0, size))
+        events = _read_chunk(path, size, config.scene)
+        if events is None:
+            if os.path.exists(path):
+                report(f"{path}: damaged or incomplete chunk; simulating it again")
+            events = _make_chunk(job, config, jax.random.fold_in(root, i), size)
             events["meta"] = json.dumps({"chunk": i})
             _events.save_events(path, events)
+        chunks.append(events)
         if progress is not None:
             progress(min((i + 1) * config.chunk_size, config.n), config.n)
-    chunks = [dict(np.load(p, allow_pickle=False)) for p in sorted(glob.glob(os.path.join(parts, "chunk-*.npz")))]
-    if len(chunks) != n_chunks:
-        raise RuntimeError(f"{parts}: expected {n_chunks} chunks, found {len(chunks)}; delete the folder and rerun")
     events = _events.concat(chunks)
     if "toss_id" in events:  # chunks number their tosses from 0: number the file's
         events["toss_id"] = np.arange(config.n)
@@ -203,3 +212,45 @@ def generate(config: GenerateConfig, *, progress: Callable[[int, int], None] | N
     _events.save_events(config.out, events)
     shutil.rmtree(parts)
     return manifest
+
+
+def _open_parts(parts: str, manifest: dict, report: Callable[[str], None]) -> None:
+    """Start the chunk folder `parts`, or check that the run it holds had the same settings."""
+    man_path = os.path.join(parts, "manifest.json")
+    if not (os.path.isdir(parts) and os.path.exists(man_path)):
+        os.makedirs(parts, exist_ok=True)
+        write_json(man_path, manifest)
+        return
+    try:
+        with open(man_path) as f:
+            old = json.load(f)["config"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        raise ValueError(f"{man_path}: damaged; delete {parts} to start over") from None
+    if old != manifest["config"]:
+        raise ValueError(
+            f"{parts} holds chunks of an interrupted run with other settings: "
+            f"{describe_changes(old, manifest['config'], FLAGS)}. Rerun with that run's flags to resume it, "
+            f"or choose another --out, or delete {parts} to start over"
+        )
+    done = len(glob.glob(os.path.join(parts, "chunk-*.npz")))
+    report(f"resuming the interrupted run in {parts} ({done} chunk(s) there)")
+
+
+def _read_chunk(path: str, size: int, scene: str) -> dict | None:
+    """The events of a finished chunk, or None if the file is absent, damaged or not `size` events of `scene`."""
+    if not os.path.exists(path):
+        return None
+    try:
+        events = _events.load_events(path, scene=scene)
+    except _events.EventFileError:
+        return None
+    return events if _events.n_events(events) == size else None
+
+
+def _make_chunk(job, config: GenerateConfig, key, size: int) -> dict:
+    """Sample and simulate one chunk of `size` events from `key`."""
+    inputs = job.inputs(key, size)
+    if config.engine == "mjx":  # a short last chunk is padded: one compiled shape per run
+        full = min(config.chunk_size, config.n)
+        inputs = [np.concatenate([a, np.repeat(a[-1:], full - size, 0)]) for a in inputs]
+    return _events.select(job.simulate(*inputs), slice(0, size))

@@ -29,7 +29,7 @@ import optax
 from . import _geometry as geo
 from . import _metrics
 from ._events import load_events
-from ._io import write_json
+from ._io import describe_changes, load_model_leaves, write_json
 from ._params import ParamSpace
 from ._surrogate import Surrogate, make_surrogate, mirror, predict, save_surrogate, velocity_loss
 
@@ -113,12 +113,40 @@ def _optimizer(config: PretrainConfig, steps_total: int) -> optax.GradientTransf
     return optax.adamw(schedule, weight_decay=config.weight_decay)
 
 
-def pretrain(config: PretrainConfig, *, progress: Callable[[int, int, dict], None] | None = None) -> dict:
+# The flag that sets each PretrainConfig field, for naming what differs from an interrupted run.
+FLAGS = {k: "--" + k.replace("_", "-") for k in PretrainConfig.__dataclass_fields__}
+
+
+def _resume(run: str, ckpt_meta: str, cfg_json: dict, like) -> tuple:
+    """(model, opt_state, epochs done, history) of the interrupted run in `run`, checked against `cfg_json`."""
+    fix = f"delete {ckpt_meta} (and {run}/checkpoint-*.eqx) to start over, or choose another --out"
+    try:
+        with open(ckpt_meta) as f:
+            saved = json.load(f)
+        old, weights, epoch, history = saved["config"], saved["weights"], saved["epoch"], saved["history"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        raise ValueError(f"{ckpt_meta}: damaged; {fix}") from None
+    if old != cfg_json:
+        raise ValueError(
+            f"{run} holds a training run with other settings: {describe_changes(old, cfg_json, FLAGS)}. "
+            "Rerun with that run's flags to resume it, or choose another --out"
+        )
+    model, opt_state = load_model_leaves(run, weights, "checkpoint.json", lambda: like, fix)
+    return model, opt_state, epoch, history
+
+
+def pretrain(
+    config: PretrainConfig,
+    *,
+    progress: Callable[[int, int, dict], None] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> dict:
     """Train a surrogate on `config.data` and write the run folder `config.out`; resume a killed run.
 
     Args:
         config: what to train.
         progress: called as `progress(epoch_done, epochs, metrics)` after each epoch.
+        report: called with a line of news for the user (where a resumed run picks up).
 
     Returns:
         Final metrics: validation α-accuracies and median relative error (against the held-out simulated events).
@@ -148,15 +176,11 @@ def pretrain(config: PretrainConfig, *, progress: Callable[[int, int, dict], Non
     ckpt_meta = os.path.join(run, "checkpoint.json")
     cfg_json = dataclasses.asdict(config)
     if os.path.exists(ckpt_meta):
-        with open(ckpt_meta) as f:
-            saved = json.load(f)
-        if saved["config"] != cfg_json:
-            raise ValueError(
-                f"{run} holds a training run with other settings ({saved['config']}); "
-                "rerun with those flags to resume, or choose another --out"
-            )
-        model, opt_state = eqx.tree_deserialise_leaves(os.path.join(run, saved["weights"]), (model, opt_state))
-        start_epoch, history = saved["epoch"], saved["history"]
+        model, opt_state, start_epoch, history = _resume(run, ckpt_meta, cfg_json, (model, opt_state))
+        if report is not None and start_epoch < config.epochs:
+            report(f"{run}: resuming at epoch {start_epoch + 1} of {config.epochs} ({start_epoch} done)")
+        elif report is not None:
+            report(f"{run}: all {config.epochs} epochs were done; writing the model")
 
     @eqx.filter_jit
     def step(model, opt_state, s, p, v):

@@ -8,6 +8,7 @@ its outputs atomically.  Printing stays in the CLI.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 
@@ -25,7 +26,11 @@ from ._surrogate import Surrogate, load_surrogate, predict, save_surrogate
 
 
 def parse_select(text: str, n: int, where: str) -> np.ndarray:
-    """Rows named by `text`: "a:b" (a slice, Python style), "a:b:s", or "i,j,k"; checked against n rows."""
+    """Rows named by `text`: "a:b" (a slice, Python style), "a:b:s", or "i,j,k"; checked against n rows.
+
+    Unlike Python slicing, a slice whose bounds run past the end of the file is
+    an error, not silently shortened: `--select 0:50` on 12 events names 50 rows.
+    """
     try:
         if ":" in text:
             parts = [int(p) if p.strip() else None for p in text.split(":")]
@@ -36,6 +41,13 @@ def parse_select(text: str, n: int, where: str) -> np.ndarray:
             rows = np.array([int(p) for p in text.split(",")], dtype=np.int64)
     except ValueError:
         raise ValueError(f"--select {text!r}: expected a slice like 0:10 or a list like 0,3,7") from None
+    if ":" in text:
+        past = [b for b in parts[:2] if b is not None and not -n <= b <= n]
+        if past:
+            raise ValueError(
+                f"--select {text!r} runs past the end of {where}, which has {n} events (rows 0 to {n - 1}); "
+                f"use e.g. --select 0:{n}"
+            )
     if len(np.unique(rows)) != len(rows):
         raise ValueError(f"--select {text!r} names a row twice")
     if len(rows) == 0:
@@ -67,26 +79,39 @@ def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np
 
 
 def read_params(path: str, model: Surrogate) -> np.ndarray:
-    """Parameters from a PARAMS.json (written by `clashx identify`), in the model's order, checked against its prior."""
+    """Parameters from a PARAMS.json (written by `clashx identify`), in the model's order, checked against its prior.
+
+    The file holds {"params": {name: value}} (other top-level keys are kept
+    for the record) or the names at its top level; a name the model does not
+    know is an error (a misspelling would otherwise be ignored).
+    """
     try:
         with open(path) as f:
             raw = json.load(f)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such parameter file (write one with `clashx identify`)") from None
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not JSON ({e})") from None
+    names = list(model.space.names)
+    example = json.dumps({"params": dict.fromkeys(names, 0.5)})
     if not isinstance(raw, dict):
-        raise ValueError(f"{path}: expected a JSON object with a 'params' object")
+        raise ValueError(f"{path}: expected a JSON object like {example}")
     if "shape" in raw and raw["shape"] != model.shape:
         raise ValueError(
             f"{path}: parameters identified for the {raw['shape']!r} block; the model is for {model.shape!r}"
         )
-    values = raw.get("params", raw)
-    missing = [n for n in model.space.names if n not in values]
-    if missing:
-        raise ValueError(f"{path}: missing parameter(s) {missing}; expected {list(model.space.names)}")
+    values = raw["params"] if "params" in raw else {k: v for k, v in raw.items() if k != "shape"}
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: 'params' is {values!r}; expected an object like {example}")
+    missing = [n for n in names if n not in values]
+    unknown = [k for k in values if k not in names]
+    problems = ([f"unknown parameter(s) {unknown}"] if unknown else []) + (
+        [f"missing parameter(s) {missing}"] if missing else []
+    )
+    if problems:
+        raise ValueError(f"{path}: {'; '.join(problems)}; the model expects exactly {names}")
     try:
-        p = np.array([float(values[n]) for n in model.space.names])
+        p = np.array([float(values[n]) for n in names])
     except (TypeError, ValueError):
         raise ValueError(f"{path}: parameter values must be numbers, got {values}") from None
     return model.space.check(p, what=path)
@@ -94,6 +119,8 @@ def read_params(path: str, model: Surrogate) -> np.ndarray:
 
 def run_identify(model_dir: str, real: str, select: str, out: str, *, seed: int = 0, n_starts: int = 64) -> dict:
     """`clashx identify`: fit the parameters on the selected events, write PARAMS.json; returns its content."""
+    if n_starts < 1:
+        raise ValueError(f"--starts {n_starts}: need at least one starting point (default 64)")
     model = load_surrogate(model_dir)
     strikes, vel, rows = load_real(real, select, model.shape)
     t0 = time.perf_counter()
@@ -162,6 +189,8 @@ def run_evaluate(
     plot: str | None = None,
 ) -> dict:
     """`clashx evaluate`: α-accuracy of the model's predictions against the events' velocities (+ α-curve PNG)."""
+    if not (math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"--alpha {alpha}: expected a positive relative error bound, e.g. 0.1 (10 %)")
     model = load_surrogate(model_dir)
     params = _params_for(model_dir, model, params_path)
     strikes, vel, rows = load_real(real, select, model.shape)
@@ -205,6 +234,7 @@ def plot_alpha_curves(curves: dict, path: str, title: str = "") -> None:
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # as the other writers do
     tmp = path + ".tmp.png"
     fig.savefig(tmp)
     plt.close(fig)
@@ -239,6 +269,38 @@ def parse_pose(text: str, flag: str) -> np.ndarray:
     return np.asarray(vals, np.float64)
 
 
+# How far any strike can push a block, to refuse a target out of reach before a search that cannot
+# succeed.  Generous on purpose: the fastest strike is 0.8 m/s (SCENE.md) and simulated blocks leave
+# at up to 1.7 m/s, so 3x the strike speed bounds the block's; it then slides until MAX_TIME at most,
+# decelerated by at least the floor's friction mu2 * g, and REACH_SLACK covers turning about a corner
+# and soft contacts (simulated: 4.9 m at mu2 = 0.02, 0.64 m at mu2 = 0.3; bounds 10.1 m and 1.5 m).
+MAX_BLOCK_SPEED = 3.0 * geo.STRIKE_RANGES["v_pre"][1]  # m/s
+REACH_SLACK = 0.5  # m
+_GRAVITY = 9.81  # m/s²
+
+
+def max_reach(mu_floor: float | None) -> float:
+    """An upper bound (m) on how far a strike moves the block, for floor friction `mu_floor` (None: unknown)."""
+    from ._strike import MAX_TIME
+
+    reach = MAX_BLOCK_SPEED * MAX_TIME
+    if mu_floor is not None and mu_floor > 0:
+        reach = min(reach, MAX_BLOCK_SPEED**2 / (2 * mu_floor * _GRAVITY))
+    return reach + REACH_SLACK
+
+
+def check_reach(start: np.ndarray, target: np.ndarray, params: dict[str, float]) -> None:
+    """Raise a ValueError naming --target if it lies farther from --start than any strike can push the block."""
+    distance = float(np.hypot(*(np.asarray(target[:2]) - np.asarray(start[:2]))))
+    reach = max_reach(params.get("mu2"))
+    if distance > reach:
+        raise ValueError(
+            f"--target {target[0]:g},{target[1]:g}: {distance:.2f} m from --start {start[0]:g},{start[1]:g}, but no "
+            f"strike moves the block more than {reach:.2f} m (floor friction mu2 = {params.get('mu2')}); "
+            "choose a nearer target (metres, not millimetres)"
+        )
+
+
 def run_optimize(
     model_dir: str,
     params_path: str | None,
@@ -247,18 +309,25 @@ def run_optimize(
     target: np.ndarray,
     config,
     *,
-    engine: str = "cpu-hybrid",
+    engine: str = "auto",
     seed: int = 0,
     progress=None,
 ) -> dict:
-    """`clashx optimize`: the strike that brings the block from `start` to `target`, by CMA-ES over hybrid rollouts."""
+    """`clashx optimize`: the strike that brings the block from `start` to `target`, by CMA-ES over hybrid rollouts.
+
+    `engine` is "cpu-hybrid", "mjx-hybrid" or "auto" (`clashx._engine.resolve_engine`:
+    the CPU hybrid where JAX has only a CPU); the result names the engine that ran.
+    """
+    from ._engine import resolve_engine
     from ._optimize import describe, optimize
 
     geo.check_shape(shape)
+    engine = resolve_engine(engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
     model = load_surrogate(model_dir)
     if model.shape != shape:
         raise ValueError(f"{model_dir}: the surrogate is for the {model.shape!r} block, not --shape {shape!r}")
     params = _params_for(model_dir, model, params_path)
+    check_reach(start, target, dict(zip(model.space.names, params.tolist(), strict=True)))
     t0 = time.perf_counter()
     sims: dict = {}
     res = optimize(
