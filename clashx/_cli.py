@@ -4,31 +4,59 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 
 from . import _geometry as geo
+from ._io import check_output
+
+POSE_FLAGS = ("--start", "--target")
 
 
-def _progress_bar(desc: str, unit: str):
-    from tqdm import tqdm
+class _Bar:
+    """A tqdm progress bar made on first use; closed when done or on leaving a `with` block.
 
-    bar = None
+    Closing it ends its line, so an error printed after it starts on a line of its own.
+    """
 
-    def update(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
-        bar.update(done - bar.n)
+    def __init__(self, desc: str, unit: str):
+        self.desc, self.unit, self.bar = desc, unit, None
+
+    def __call__(self, done: int, total: int, postfix: dict | None = None) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=self.desc, unit=self.unit, dynamic_ncols=True)
+        self.bar.update(done - self.bar.n)
+        if postfix:
+            self.bar.set_postfix(postfix)
         if done >= total:
-            bar.close()
+            self.close()
 
-    return update
+    def write(self, line: str) -> None:
+        """Print `line` above the bar (or plainly before it starts)."""
+        if self.bar is None:
+            print(line)
+        else:
+            self.bar.write(line)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _cmd_generate(a: argparse.Namespace) -> int:
     from ._generate import GenerateConfig, generate
 
+    check_output(a.out, "--out", suffix=".npz")
     config = GenerateConfig(
         scene=a.scene,
         shape=a.shape if a.scene == "strike" else "",
@@ -40,14 +68,17 @@ def _cmd_generate(a: argparse.Namespace) -> int:
         to_rest=not a.no_rest,
     )
     t0 = time.perf_counter()
-    generate(config, progress=_progress_bar(f"generate {a.scene} {config.shape}".strip(), "events"))
-    print(f"{config.n} {a.scene} events -> {a.out} ({time.perf_counter() - t0:.1f} s, engine {a.engine})")
+    with _Bar(f"generate {a.scene} {config.shape}".strip(), "events") as bar:
+        manifest = generate(config, progress=bar, report=bar.write)
+    engine = manifest["config"]["engine"]
+    print(f"{config.n} {a.scene} events -> {a.out} ({time.perf_counter() - t0:.1f} s, engine {engine})")
     return 0
 
 
 def _cmd_ingest(a: argparse.Namespace) -> int:
     from ._events import n_events, save_events
 
+    check_output(a.out, "--out", suffix=".npz")
     if a.source == "strike-lab":
         from ._ingest import ingest_strike_file
 
@@ -65,21 +96,19 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
     from ._pretrain import PretrainConfig, pretrain
     from ._workflow import write_json
 
+    check_output(a.out, "--out", folder=True)
+    if a.json:
+        check_output(a.json, "--json")
     config = PretrainConfig(
         data=a.data, out=a.out, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
         width=a.width, depth=a.depth, val_fraction=a.val_fraction, seed=a.seed,
     )  # fmt: skip
-    from tqdm import tqdm
+    with _Bar("pretrain", "epoch") as bar:
 
-    bar = tqdm(total=config.epochs, desc="pretrain", unit="epoch", dynamic_ncols=True)
+        def progress(done, total, m):
+            bar(done, total, {"loss": f"{m['train_loss']:.4f}", "val_acc": f"{m['val_alpha_0.1']:.3f}"})
 
-    def progress(done, total, m):
-        bar.n = done
-        bar.set_postfix(loss=f"{m['train_loss']:.4f}", val_acc=f"{m['val_alpha_0.1']:.3f}")
-        bar.refresh()
-
-    result = pretrain(config, progress=progress)
-    bar.close()
+        result = pretrain(config, progress=progress, report=bar.write)
     v = result["validation"]
     print(
         f"validation ({v['n']} simulated events): α=0.1 accuracy {v['alpha_0.1']:.3f}, median relative error {v['median_rel_err']:.4f}"
@@ -93,6 +122,7 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
 def _cmd_identify(a: argparse.Namespace) -> int:
     from ._workflow import run_identify
 
+    check_output(a.out, "--out")
     r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
     for name in r["params"]:
         print(f"{name:>8} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
@@ -104,6 +134,7 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
     from ._finetune import FinetuneConfig
     from ._workflow import run_finetune
 
+    check_output(a.out, "--out", folder=True)
     config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
     r = run_finetune(a.model, a.real, a.select, a.params, a.out, seed=a.seed, config=config)
     print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
@@ -114,6 +145,9 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
     from ._workflow import run_evaluate, write_json
 
     plot = a.plot or (os.path.splitext(a.json)[0] + ".png" if a.json else None)
+    for path, flag in ((a.json, "--json"), (plot, "--plot" if a.plot else "--json (its .png)")):
+        if path:
+            check_output(path, flag)
     r = run_evaluate(a.model, a.real, a.alpha, params_path=a.params, select=a.select, plot=plot)
     print(
         f"α={a.alpha}: accuracy {r['alpha_accuracy']:.3f} on {r['n_events']} events (median relative error {r['median_rel_err']:.3f})"
@@ -128,6 +162,7 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
 def _cmd_predict(a: argparse.Namespace) -> int:
     from ._workflow import run_predict
 
+    check_output(a.out, "--out", suffix=".npz")
     n = run_predict(a.model, a.params, a.events, a.out)
     print(f"{n} predictions -> {a.out}")
     return 0
@@ -137,19 +172,12 @@ def _cmd_optimize(a: argparse.Namespace) -> int:
     from ._optimize import MBOConfig
     from ._workflow import parse_pose, run_optimize, write_json
 
+    if a.json:
+        check_output(a.json, "--json")
     config = MBOConfig(population=a.population, generations=a.generations).check()
     start, target = parse_pose(a.start, "--start"), parse_pose(a.target, "--target")
-    r = run_optimize(
-        a.model,
-        a.params,
-        a.shape,
-        start,
-        target,
-        config,
-        engine=a.engine,
-        seed=a.seed,
-        progress=_progress_bar(f"CMA-ES {a.shape}", "gen"),
-    )
+    with _Bar(f"CMA-ES {a.shape}", "gen") as bar:
+        r = run_optimize(a.model, a.params, a.shape, start, target, config, engine=a.engine, seed=a.seed, progress=bar)
     s = r["strike"]
     print(f"strike: theta = {s['theta']:.4f} rad, theta1 = {s['theta1']:.4f} rad, v_pre = {s['v_pre']:.4f} m/s")
     x, y, yaw = r["predicted_rest_pose"]
@@ -188,9 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--chunk-size", type=int, default=1024, help="events per saved chunk (default 1024)")
     g.add_argument(
         "--engine",
-        choices=("mjx", "c"),
-        default="mjx",
-        help="mjx: jit+vmap on the JAX device (default); c: MuJoCo C on all CPU cores (faster without a GPU)",
+        choices=("auto", "mjx", "c"),
+        default="auto",
+        help="auto (default): c where JAX has only a CPU, mjx on a GPU/TPU; mjx: jit+vmap on the JAX device; "
+        "c: MuJoCo C on all CPU cores. The engine that ran is printed and kept in the file's metadata",
     )
     g.add_argument("--no-rest", action="store_true", help="skip the slide to rest (rest_pose = pose at release)")
     g.set_defaults(func=_cmd_generate)
@@ -265,15 +294,16 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--model", required=True, help="run folder of a (fine-tuned) surrogate")
     o.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own parameters)")
     o.add_argument("--shape", required=True, choices=geo.SHAPES)
-    o.add_argument("--start", default="0,0,0", help="block start pose x,y,yaw (m, m, rad)")
-    o.add_argument("--target", required=True, help="target pose x,y,yaw (m, m, rad)")
+    o.add_argument("--start", default="0,0,0", help="block start pose x,y,yaw (m, m, rad), e.g. -0.1,0,0")
+    o.add_argument("--target", required=True, help="target pose x,y,yaw (m, m, rad), e.g. 0.2,-0.05,0.3")
     o.add_argument("--population", type=int, default=16)
     o.add_argument("--generations", type=int, default=20)
     o.add_argument(
         "--engine",
-        choices=("cpu-hybrid", "mjx-hybrid"),
-        default="cpu-hybrid",
-        help="cpu-hybrid: the rule on MuJoCo C (fastest on a CPU); mjx-hybrid: on MJX, one jit (GPUs)",
+        choices=("auto", "cpu-hybrid", "mjx-hybrid"),
+        default="auto",
+        help="auto (default): cpu-hybrid where JAX has only a CPU, mjx-hybrid on a GPU/TPU; cpu-hybrid: the rule "
+        "on MuJoCo C (fastest on a CPU); mjx-hybrid: on MJX, one jit (GPUs). The engine that ran is printed",
     )
     o.add_argument("--seed", type=int, default=0)
     o.add_argument("--json", help="write the strike, predicted rest pose and search history here")
@@ -286,18 +316,41 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _join_pose_values(argv: list[str]) -> list[str]:
+    """`--target -0.1,0,0` as `--target=-0.1,0,0`: argparse would take a value starting with "-" for a flag."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in POSE_FLAGS and i + 1 < len(argv) and re.match(r"-[0-9.]", argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def _os_message(e: OSError) -> str:
+    """An operating-system error as a line naming the path and the fix (our own FileNotFoundErrors say it all)."""
+    if e.errno is None or not e.filename:
+        return str(e)
+    return f"{e.filename}: {e.strerror}; check the path, that its folder exists and that you may write there"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `clashx` console script."""
     parser = build_parser()
-    a = parser.parse_args(argv)
+    a = parser.parse_args(_join_pose_values(sys.argv[1:] if argv is None else list(argv)))
     if a.command == "generate" and a.scene == "strike" and not a.shape:
         parser.error("generate --scene strike needs --shape")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         return a.func(a)
-    except (ValueError, FileNotFoundError, RuntimeError) as e:
-        print(f"clashx {a.command}: error: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, RuntimeError) as e:
+        message = str(e)
+    except OSError as e:
+        message = _os_message(e)
+    print(f"clashx {a.command}: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
