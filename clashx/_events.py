@@ -10,8 +10,9 @@ Strike events (`scene = "strike"`), N rows:
 | key | shape | meaning |
 |---|---|---|
 | strike | (N, 3) | θ, θ1 (rad), v_pre (m/s), SCENE.md |
-| params | (N, 3) | μ1, μ2, e1 the event was simulated with; NaN for real events |
+| params | (N, p) | the values of the parameter space (meta `param_space`) the event was simulated with; NaN for real events |
 | post_velocity | (N, 3) | (vx, vy, ωz) of the block frame's origin in the block frame at release (m/s, rad/s); NaN if the striker missed |
+| release_pose | (N, 3) | block pose (x, y, yaw) at release, world; optional (NaN where unknown) |
 | t_touch | (N,) | first touch, s after launch |
 | t_release | (N,) | t_touch + 0.02 s: the contact window is [t_touch, t_release] |
 | touched | (N,) bool | the striker touched the block |
@@ -49,8 +50,9 @@ FORMAT = "clashx.events/1"
 SCHEMAS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
     "strike": {
         "strike": ((3,), "f"),
-        "params": ((3,), "f"),
+        "params": ((-1,), "f"),
         "post_velocity": ((3,), "f"),
+        "release_pose": ((3,), "f"),
         "t_touch": ((), "f"),
         "t_release": ((), "f"),
         "touched": ((), "b"),
@@ -62,15 +64,17 @@ SCHEMAS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
         "pre_state": ((13,), "f"),
         "post_state": ((13,), "f"),
         "t_impact": ((), "f"),
-        "params": ((3,), "f"),
+        "params": ((-1,), "f"),
         "toss_id": ((), "i"),
     },
 }
 # Columns that may hold NaN (unknown or undefined), by scene.
 NAN_ALLOWED = {
-    "strike": {"params", "post_velocity", "t_touch", "t_release"},
+    "strike": {"params", "post_velocity", "release_pose", "t_touch", "t_release"},
     "cube-toss": {"params"},
 }
+# Columns that older files (or a user's) may lack: read as NaN.  A tail of -1 is any width.
+OPTIONAL = {"strike": {"release_pose"}, "cube-toss": set()}
 
 
 class EventFileError(ValueError):
@@ -87,15 +91,20 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
     if scene not in SCHEMAS:
         raise EventFileError(f"{where}: 'scene' is {scene!r}; expected one of {sorted(SCHEMAS)}")
     schema = SCHEMAS[scene]
-    missing = [k for k in schema if k not in events]
+    missing = [k for k in schema if k not in events and k not in OPTIONAL[scene]]
     if missing:
         raise EventFileError(f"{where}: missing key(s) {missing} for scene {scene!r} (see clashx.events docs)")
     n = None
     out: dict[str, np.ndarray] = {}
     for key, (tail, kind) in schema.items():
-        arr = np.asarray(events[key])
+        if key not in events:  # optional: unknown
+            arr = np.full((n, *tail), np.nan)
+        else:
+            arr = np.asarray(events[key])
         if n is None:
             n = arr.shape[0] if arr.ndim else -1
+        if tail == (-1,) and arr.ndim == 2 and arr.shape[1] > 0:
+            tail = (arr.shape[1],)
         if arr.shape != (n, *tail):
             raise EventFileError(
                 f"{where}: {key!r} has shape {arr.shape}; expected ({n}, {', '.join(map(str, tail))})".replace(

@@ -139,6 +139,7 @@ class _StrikeJob:
             "strike": strikes,
             "params": params,
             "post_velocity": np.where(touched[:, None], np.asarray(ev.post_velocity, np.float64), np.nan),
+            "release_pose": np.asarray(ev.release_pose, np.float64),
             "t_touch": np.asarray(ev.t_touch, np.float64),  # NaN for a miss, from both engines
             "t_release": np.asarray(ev.t_release, np.float64),
             "touched": touched,

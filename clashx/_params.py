@@ -11,6 +11,7 @@ fields; `apply_c` writes into a MuJoCo C model or a `mujoco.batch.Batch`.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -18,26 +19,126 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from ._geometry import BLOCK_MASS
 from ._mjx import mjx
 from ._types import Array, Float, PRNGKeyArray
 
 
 class Target(eqx.Module):
-    """Where one parameter is written: `field[row, cols]` of a model (MjModel naming)."""
+    """Where one parameter is written: `field[row, cols]` of a model (MjModel naming).
+
+    Attributes:
+        field: the model field, e.g. "pair_friction" or "body_mass".
+        element: the named pair or body that picks the row.
+        cols: the columns written.
+        kind: "pair" or "body": what `element` names.
+        mode: "set" writes the value; "offset" writes nominal + value; "scale"
+            writes nominal · value / `ref` (e.g. the inertia of a block whose
+            mass is scaled at uniform density).  "nominal" is the compiled
+            model's own entry, read once by `ParamSpace.rows`.
+        ref: the reference value of "scale".
+    """
 
     field: str = eqx.field(static=True)
-    element: str = eqx.field(static=True)  # the named element (a pair), resolved to a row by name
+    element: str = eqx.field(static=True)
     cols: tuple[int, ...] = eqx.field(static=True)
+    kind: str = eqx.field(static=True, default="pair")
+    mode: str = eqx.field(static=True, default="set")
+    ref: float = eqx.field(static=True, default=1.0)
+
+    def __check_init__(self):
+        if self.kind not in ("pair", "body") or self.mode not in ("set", "offset", "scale"):
+            raise ValueError(f"Target {self.field}: kind {self.kind!r} / mode {self.mode!r} not understood")
+
+
+class Slot(NamedTuple):
+    """One target resolved in a compiled model: its row (-1: absent) and the nominal entries of its columns."""
+
+    row: int
+    nominal: tuple[float, ...]
+
+
+class FreeBody(NamedTuple):
+    """A free body whose mass, centre of mass or inertia a space writes, resolved in a compiled model.
+
+    MuJoCo derives `body_subtreemass`, `body_invweight0` and `dof_invweight0`
+    from them (`mj_setConst`); `ParamSpace.apply` re-derives those after writing.
+    """
+
+    body: int
+    dof: int  # first of its free joint's six dofs
+    iquat: tuple[float, float, float, float]  # principal axes in the body frame (not written)
+    world_mass_rest: float  # the world's subtree mass less this body's
+
+
+class Layout(NamedTuple):
+    """What `ParamSpace.rows` resolves once per compiled model: slots per parameter and target, free bodies."""
+
+    slots: tuple[tuple[Slot, ...], ...]
+    bodies: tuple[FreeBody, ...]
+
+    def __getitem__(self, j):  # layout[j]: the slots of parameter j
+        return self.slots[j]
+
+    def __len__(self):
+        return len(self.slots)
+
+
+_INERTIAL_FIELDS = ("body_mass", "body_ipos", "body_inertia")
+_OBJ = {"pair": mujoco.mjtObj.mjOBJ_PAIR, "body": mujoco.mjtObj.mjOBJ_BODY}
+
+
+def _skew(c, xp):
+    z = xp.zeros_like(c[0])
+    return xp.stack([xp.stack([z, -c[2], c[1]]), xp.stack([c[2], z, -c[0]]), xp.stack([-c[1], c[0], z])])
+
+
+def _quat_mat(q) -> np.ndarray:
+    m = np.zeros(9)
+    mujoco.mju_quat2Mat(m, np.asarray(q, np.float64))
+    return m.reshape(3, 3)
+
+
+def free_body_invweights(mass, ipos, inertia, iquat, xp=jnp):
+    """`mj_setConst`'s inverse weights of a free body at its reference pose (identity orientation).
+
+    With the free joint's dofs (linear velocity of the body origin, angular
+    velocity) the mass matrix is M = [[m I, -m C], [m C, I_c - m C C]], C = [ipos]×;
+    MuJoCo takes the mean diagonal of the translational and rotational blocks
+    of J M⁻¹ Jᵀ at the centre of mass (= (1/m, mean diag I_c⁻¹)) for the body,
+    and of M⁻¹ itself for the dofs.
+
+    Args:
+        mass, ipos (3,), inertia (3,), iquat (4,): the body's inertial entries (kg, m, kg m²).
+        xp: the array module, `jax.numpy` (traceable) or `numpy`.
+
+    Returns:
+        (body_invweight0 (2,), dof_invweight0 (6,)).
+    """
+    r = xp.asarray(_quat_mat(iquat))
+    i_c = r @ xp.diag(inertia) @ r.T
+    c = _skew(ipos, xp)
+    eye = xp.eye(3)
+    m_full = xp.block([[mass * eye, -mass * c], [mass * c, i_c - mass * c @ c]])
+    m_inv = xp.linalg.inv(m_full)
+    rot = xp.trace(xp.linalg.inv(i_c)) / 3
+    tran_dof = xp.trace(m_inv[:3, :3]) / 3
+    rot_dof = xp.trace(m_inv[3:, 3:]) / 3
+    body = xp.stack([1.0 / mass, rot])
+    dof = xp.concatenate([xp.full(3, tran_dof), xp.full(3, rot_dof)])
+    return body, dof
 
 
 class ParamSpace(eqx.Module):
-    """Names, prior ranges and model locations of the identified contact parameters.
+    """Names, prior ranges and model locations of the identified parameters.
 
     Attributes:
         names: parameter names, e.g. ("mu1", "mu2", "e1").
         low, high: prior range of each, physical units.
         targets: for each parameter, the model entries it sets.
         log_scale: whether a parameter is sampled and optimised in log space.
+        nominal: the values of an unidentified model (a part as drawn, MuJoCo's
+            defaults), used where a parameter is not given; default the prior's centre.
     """
 
     names: tuple[str, ...] = eqx.field(static=True)
@@ -45,11 +146,14 @@ class ParamSpace(eqx.Module):
     high: tuple[float, ...] = eqx.field(static=True)
     targets: tuple[tuple[Target, ...], ...] = eqx.field(static=True)
     log_scale: tuple[bool, ...] = eqx.field(static=True)
+    nominal: tuple[float, ...] | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         n = len(self.names)
         if not (len(self.low) == len(self.high) == len(self.targets) == len(self.log_scale) == n):
             raise ValueError("ParamSpace: names, low, high, targets and log_scale must have one entry per parameter")
+        if self.nominal is not None and len(self.nominal) != n:
+            raise ValueError("ParamSpace: nominal must have one entry per parameter")
         for name, lo, hi, log in zip(self.names, self.low, self.high, self.log_scale):
             if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
                 raise ValueError(f"ParamSpace: parameter {name!r} has an empty range [{lo}, {hi}]")
@@ -61,6 +165,28 @@ class ParamSpace(eqx.Module):
         """Number of parameters."""
         return len(self.names)
 
+    def index(self, name: str) -> int:
+        """Position of parameter `name` in the value vector."""
+        if name not in self.names:
+            raise ValueError(f"no parameter {name!r}; this space has {', '.join(self.names)}")
+        return self.names.index(name)
+
+    @property
+    def centre(self) -> np.ndarray:
+        """The prior's centre in physical units (the middle of the unit box), (p,)."""
+        return np.asarray(self.from_unit(jnp.full(self.size, 0.5)), np.float64)
+
+    def vector(self, **values: float) -> np.ndarray:
+        """A full value vector (p,): the given parameters by name, `nominal` (or the centre) for the rest.
+
+        Example: `space.vector(mu1=1.0, mu2=1.0, e1=1.0)`.
+        """
+        unknown = sorted(set(values) - set(self.names))
+        if unknown:
+            raise ValueError(f"no parameter(s) {unknown}; this space has {', '.join(self.names)}")
+        base = np.asarray(self.nominal, np.float64) if self.nominal is not None else self.centre
+        return np.array([float(values.get(n, b)) for n, b in zip(self.names, base)])
+
     def describe(self) -> dict:
         """A JSON-able description, stored in data files and checkpoints to detect mismatches."""
         return {
@@ -68,18 +194,22 @@ class ParamSpace(eqx.Module):
             "low": list(self.low),
             "high": list(self.high),
             "log_scale": list(self.log_scale),
-            "targets": [[[t.field, t.element, list(t.cols)] for t in ts] for ts in self.targets],
-        }
+            "targets": [[[t.field, t.element, list(t.cols), t.kind, t.mode, t.ref] for t in ts] for ts in self.targets],
+        } | ({"nominal": list(self.nominal)} if self.nominal is not None else {})
 
     @classmethod
     def from_description(cls, d: dict) -> ParamSpace:
-        """Rebuild a space from `describe()`'s output (as stored in files)."""
+        """Rebuild a space from `describe()`'s output (as stored in files; older 3-entry targets read as pairs)."""
         return cls(
             names=tuple(d["names"]),
             low=tuple(float(v) for v in d["low"]),
             high=tuple(float(v) for v in d["high"]),
-            targets=tuple(tuple(Target(f, e, tuple(c)) for f, e, c in ts) for ts in d["targets"]),
+            targets=tuple(
+                tuple(Target(t[0], t[1], tuple(t[2]), *(t[3:5]), *(float(v) for v in t[5:6])) for t in ts)
+                for ts in d["targets"]
+            ),
             log_scale=tuple(bool(v) for v in d["log_scale"]),
+            nominal=tuple(float(v) for v in d["nominal"]) if d.get("nominal") is not None else None,
         )
 
     def check(self, values: np.ndarray, what: str = "parameters") -> np.ndarray:
@@ -121,71 +251,210 @@ class ParamSpace(eqx.Module):
         log = (jnp.log(v) - jnp.log(lo)) / (jnp.log(hi) - jnp.log(lo))
         return jnp.where(jnp.asarray(self.log_scale), log, lin)
 
-    def _row(self, mj_model: mujoco.MjModel, target: Target) -> int:
-        return mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_PAIR, target.element)
+    def _inertial_bodies(self) -> list[str]:
+        return sorted({t.element for ts in self.targets for t in ts if t.field in _INERTIAL_FIELDS})
 
-    def rows(self, mj_model: mujoco.MjModel, strict: bool = True) -> tuple[tuple[int, ...], ...]:
-        """Row of each target in `mj_model` (the pair's id).
+    def prepare(self, mj_model: mujoco.MjModel) -> mujoco.MjModel:
+        """Make a compiled model ready for per-world inertial writes; returns it (changed in place).
 
-        A pair the model lacks raises, or with `strict=False` gets row -1 and is
-        skipped when writing (a model of a phase where that pair cannot touch).
+        MuJoCo compiles a body whose centre of mass sits at its frame origin as
+        "same frame" and "simple" (a diagonal mass matrix), and a geom (a mesh
+        recentred on its centroid) whose frame is the body's inertial frame as
+        placed by the centre of mass: shortcuts that a written centre-of-mass
+        offset would silently break in MuJoCo C (the geom would move with the
+        centre of mass; MJX does not take them).  They are switched off for
+        every body whose mass, centre of mass or inertia this space writes and
+        for its geoms.  Call it on every MuJoCo model the space writes into.
         """
-        out = []
-        for name, ts in zip(self.names, self.targets):
-            rows = []
-            for t in ts:
-                r = self._row(mj_model, t)
-                if r < 0 and strict:
-                    raise ValueError(f"parameter {name!r}: the model has no contact pair named {t.element!r}")
-                rows.append(r)
-            out.append(tuple(rows))
-        return tuple(out)
+        for name in self._inertial_bodies():
+            b = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_BODY, name)
+            if b < 0:
+                continue
+            mj_model.body_sameframe[b] = 0
+            mj_model.geom_sameframe[mj_model.geom_bodyid == b] = 0
+            mj_model.body_simple[b] = 0
+            adr = mj_model.body_dofadr[b]
+            mj_model.dof_simplenum[adr : adr + mj_model.body_dofnum[b]] = 0
+        return mj_model
 
-    def apply(self, model: mjx.Model, rows, values: Float[Array, "p"]) -> mjx.Model:
-        """Write one world's values into an MJX model; `rows` from `rows(mj_model)`."""
-        updates: dict[str, jax.Array] = {}
+    def rows(self, mj_model: mujoco.MjModel, strict: bool = True) -> Layout:
+        """Resolve every target in `mj_model` (its row and nominal entries) and the free bodies written.
+
+        A pair or body the model lacks raises, or with `strict=False` gets row
+        -1 and is skipped when writing (a model of a phase where that pair
+        cannot touch).  A body whose inertia is written must be a free body
+        child of the world (its derived constants are re-derived in closed form).
+        """
+        slots = []
+        for name, ts in zip(self.names, self.targets):
+            per = []
+            for t in ts:
+                r = mujoco.mj_name2id(mj_model, _OBJ[t.kind], t.element)
+                if r < 0 and strict:
+                    raise ValueError(f"parameter {name!r}: the model has no {t.kind} named {t.element!r}")
+                arr = getattr(mj_model, t.field)
+                nominal = tuple(float(arr[r] if arr.ndim == 1 else arr[r, c]) for c in t.cols) if r >= 0 else ()
+                per.append(Slot(r, nominal))
+            slots.append(tuple(per))
+        bodies = []
+        for name in self._inertial_bodies():
+            b = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_BODY, name)
+            if b < 0:
+                continue
+            jnt = mj_model.body_jntadr[b]
+            if (
+                mj_model.body_parentid[b] != 0
+                or mj_model.body_jntnum[b] != 1
+                or mj_model.jnt_type[jnt] != mujoco.mjtJoint.mjJNT_FREE
+            ):
+                raise ValueError(f"body {name!r}: inertial parameters are supported on free bodies of the world only")
+            rest = float(mj_model.body_subtreemass[0] - mj_model.body_subtreemass[b])
+            iquat = tuple(float(v) for v in mj_model.body_iquat[b])
+            bodies.append(FreeBody(int(b), int(mj_model.jnt_dofadr[jnt]), iquat, rest))
+        return Layout(tuple(slots), tuple(bodies))
+
+    def _writes(self, rows: Layout, values, xp=jnp):
+        """(field, row, cols, new entries) of every write, in order (values: one world's (p,))."""
         for j, ts in enumerate(self.targets):
-            for t, r in zip(ts, rows[j]):
-                if r < 0:
+            for t, slot in zip(ts, rows[j]):
+                if slot.row < 0:
                     continue
-                arr = updates.get(t.field, getattr(model, t.field))
-                updates[t.field] = arr.at[r, jnp.asarray(t.cols)].set(values[j])
+                nominal = xp.asarray(slot.nominal)
+                if t.mode == "set":
+                    new = xp.broadcast_to(values[j], nominal.shape)
+                elif t.mode == "offset":
+                    new = nominal + values[j]
+                else:
+                    new = nominal * (values[j] / t.ref)
+                yield t.field, slot.row, t.cols, new
+
+    @staticmethod
+    def _derived(rows: Layout, get, xp=jnp):
+        """(field, index, new value) of the constants MuJoCo derives from the written inertial fields."""
+        for fb in rows.bodies:
+            mass, ipos, inertia = get("body_mass")[fb.body], get("body_ipos")[fb.body], get("body_inertia")[fb.body]
+            body_w, dof_w = free_body_invweights(mass, ipos, inertia, fb.iquat, xp)
+            yield "body_subtreemass", (fb.body,), mass
+            yield "body_subtreemass", (0,), fb.world_mass_rest + mass
+            yield "body_invweight0", (fb.body, slice(None)), body_w
+            yield "dof_invweight0", (slice(fb.dof, fb.dof + 6),), dof_w
+
+    def apply(self, model: mjx.Model, rows: Layout, values: Float[Array, "p"]) -> mjx.Model:
+        """Write one world's values into an MJX model; `rows` from `rows(mj_model)` of the same model."""
+        updates: dict[str, jax.Array] = {}
+        for field, r, cols, new in self._writes(rows, values):
+            arr = updates.get(field, getattr(model, field))
+            idx = (r, jnp.asarray(cols)) if arr.ndim > 1 else (r,)
+            updates[field] = arr.at[idx].set(new if arr.ndim > 1 else new[0])
+        get = lambda f: updates.get(f, getattr(model, f))  # noqa: E731
+        for field, idx, new in list(self._derived(rows, get)):
+            updates[field] = get(field).at[idx].set(new)
         return model.tree_replace(updates)
+
+    def written_fields(self, rows: Layout | None = None) -> set[str]:
+        """The model fields `apply` changes (the derived constants included when inertia is written)."""
+        fields = {t.field for ts in self.targets for t in ts}
+        if any(f in _INERTIAL_FIELDS for f in fields):
+            fields |= {"body_subtreemass", "body_invweight0", "dof_invweight0"}
+        return fields
 
     def in_axes(self, model: mjx.Model) -> mjx.Model:
         """An `in_axes` pytree for `jax.vmap` over a model batched by `batch_model`: 0 on the written fields only."""
-        fields = {t.field for ts in self.targets for t in ts}
         axes = jax.tree.map(lambda _: None, model)
-        return axes.tree_replace({f: 0 for f in fields})
+        return axes.tree_replace({f: 0 for f in self.written_fields()})
 
-    def batch_model(self, model: mjx.Model, rows, values: Float[Array, "batch p"]) -> mjx.Model:
+    def batch_model(self, model: mjx.Model, rows: Layout, values: Float[Array, "batch p"]) -> mjx.Model:
         """A model whose written fields carry a leading batch axis, one row per world (see `in_axes`)."""
-        fields = {t.field for ts in self.targets for t in ts}
         per_world = jax.vmap(lambda v: self.apply(model, rows, v))(values)
-        return model.tree_replace({f: getattr(per_world, f) for f in fields})
+        return model.tree_replace({f: getattr(per_world, f) for f in self.written_fields()})
 
-    def apply_c(self, target, rows, values: np.ndarray) -> None:
-        """Write values into a MuJoCo C model (values (p,)) or a `mujoco.batch.Batch` (values (nsim, p))."""
+    def apply_c(self, target, rows: Layout, values: np.ndarray) -> None:
+        """Write values into a MuJoCo C model (values (p,)) or a `mujoco.batch.Batch` (values (nsim, p)).
+
+        The model (or the batch's base model) must have gone through `prepare`
+        when this space writes inertia.
+        """
         values = np.asarray(values, dtype=np.float64)
-        for j, ts in enumerate(self.targets):
-            for t, r in zip(ts, rows[j]):
-                if r < 0:
-                    continue
-                if isinstance(target, mujoco.MjModel):
-                    getattr(target, t.field)[r, list(t.cols)] = values[j]
-                else:
-                    arr = target.expand(t.field)
-                    for c in t.cols:
-                        arr[:, r, c] = values[:, j]
+        if isinstance(target, mujoco.MjModel):
+            arrays = {f: getattr(target, f) for f in self.written_fields()}
+            self._write_numpy(arrays, rows, values)
+            return
+        arrays = {f: target.expand(f) for f in self.written_fields()}  # (nsim, ...) views
+        for i in range(values.shape[0]):
+            self._write_numpy({f: a[i] for f, a in arrays.items()}, rows, values[i])
+
+    def _write_numpy(self, arrays: dict[str, np.ndarray], rows: Layout, values: np.ndarray) -> None:
+        for field, r, cols, new in self._writes(rows, values, np):
+            arr = arrays[field]
+            if arr.ndim > 1:
+                arr[r, list(cols)] = new
+            else:
+                arr[r] = new[0]
+        for field, idx, new in list(self._derived(rows, lambda f: arrays[f], np)):
+            arrays[field][idx] = new
 
 
-def strike_space(n_pieces: int = 1) -> ParamSpace:
-    """SCENE.md's contact parameters of the strike: μ1 (striker-block), μ2 (block-ground), e1 (damping ratio).
+# Priors of the block's own physics (SCENE.md gives the nominal values only): a real block is
+# weighed to within a few percent, machined so its centre of mass sits within millimetres of the
+# footprint's centroid, and a floor resists spin beyond what sliding friction at the contact
+# points gives (torsional friction, MuJoCo's condim 4: a lever of up to a few centimetres; a
+# recorded slide can need ~3 cm to spin down as fast as it does).  The striker-block time constant spans the stiff side of SCENE.md's
+# 5 ms: two steps of the 1 ms contact step at the least, four times SCENE.md's at the most.
+MASS_RANGE = (0.2, 0.3)  # kg, nominal 0.25
+COM_RANGE = (-0.008, 0.008)  # m, offset of the centre of mass from the footprint's centroid
+TORSION_RANGE = (0.0, 0.04)  # m, block-ground torsional friction coefficient
+TIMECONST_RANGE = (0.0025, 0.02)  # s, striker-block solref[0], log-uniform
+NOMINAL_MASS = BLOCK_MASS  # kg
+STRIKER_TIMECONST = 0.005  # s, SCENE.md's striker-block time constant (also `_scenes.STRIKER_TIMECONST`)
+
+
+def strike_space(n_pieces: int = 1, *, block: str = "block") -> ParamSpace:
+    """The strike's identified physics: SCENE.md's contact parameters and the block's own.
+
+    | name | meaning | prior |
+    |---|---|---|
+    | mu1 | striker-block friction | [0.05, 1] |
+    | mu2 | block-ground friction | [0.02, 1] |
+    | e1 | striker-block damping ratio (solref[1]) | [0.1, 3] |
+    | timeconst1 | striker-block time constant (solref[0]), s | [0.0025, 0.02], log |
+    | mass | block mass, kg (inertia scales with it: uniform density) | [0.2, 0.3] |
+    | com_x, com_y | centre-of-mass offset in the block frame, m | [-0.008, 0.008] |
+    | torsion | block-ground torsional friction, m | [0, 0.04] |
 
     Args:
         n_pieces: convex pieces of the block (`clashx._geometry.convex_pieces`);
-            each parameter is written into the pairs of every piece.
+            each contact parameter is written into the pairs of every piece.
+        block: the block's body name.
     """
+    ks = range(n_pieces)
+
+    def pairs(name, field, cols):
+        return tuple(Target(field, f"{name}_{k}", cols) for k in ks)
+
+    return ParamSpace(
+        names=("mu1", "mu2", "e1", "timeconst1", "mass", "com_x", "com_y", "torsion"),
+        low=(0.05, 0.02, 0.1, TIMECONST_RANGE[0], MASS_RANGE[0], COM_RANGE[0], COM_RANGE[0], TORSION_RANGE[0]),
+        high=(1.0, 1.0, 3.0, TIMECONST_RANGE[1], MASS_RANGE[1], COM_RANGE[1], COM_RANGE[1], TORSION_RANGE[1]),
+        targets=(
+            pairs("striker_block", "pair_friction", (0, 1)),
+            pairs("block_ground", "pair_friction", (0, 1)),
+            pairs("striker_block", "pair_solref", (1,)),
+            pairs("striker_block", "pair_solref", (0,)),
+            (
+                Target("body_mass", block, (0,), kind="body"),
+                Target("body_inertia", block, (0, 1, 2), kind="body", mode="scale", ref=NOMINAL_MASS),
+            ),
+            (Target("body_ipos", block, (0,), kind="body", mode="offset"),),
+            (Target("body_ipos", block, (1,), kind="body", mode="offset"),),
+            pairs("block_ground", "pair_friction", (2,)),
+        ),
+        log_scale=(False, False, False, True, False, False, False, False),
+        nominal=(0.5, 0.5, 1.0, STRIKER_TIMECONST, NOMINAL_MASS, 0.0, 0.0, 0.0),
+    )
+
+
+def contact_space(n_pieces: int = 1) -> ParamSpace:
+    """SCENE.md's three contact parameters alone (μ1, μ2, e1): the space of CLASH's paper and of older checkpoints."""
     ks = range(n_pieces)
     return ParamSpace(
         names=("mu1", "mu2", "e1"),
@@ -197,6 +466,7 @@ def strike_space(n_pieces: int = 1) -> ParamSpace:
             tuple(Target("pair_solref", f"striker_block_{k}", (1,)) for k in ks),
         ),
         log_scale=(False, False, False),
+        nominal=(0.5, 0.5, 1.0),
     )
 
 

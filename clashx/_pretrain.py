@@ -31,7 +31,7 @@ from . import _metrics
 from ._events import load_events
 from ._io import describe_changes, load_model_leaves, write_json
 from ._params import ParamSpace
-from ._surrogate import Surrogate, make_surrogate, mirror, predict, save_surrogate, velocity_loss
+from ._surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +69,11 @@ class PretrainConfig:
 
 
 def load_training_events(path: str) -> tuple[str, ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
-    """Strikes, parameters and velocities of the touched events of a generated file, with its shape and space."""
+    """Strikes, parameters and outcomes of the touched events of a generated file, with its shape and space.
+
+    The outcomes are (n, 6): the velocity at release and the window's
+    displacement (`window_displacement`; NaN for files without release poses).
+    """
     ev = load_events(path, scene="strike")
     meta = ev["meta"]
     if "param_space" not in meta or not np.isfinite(ev["params"]).all():
@@ -80,7 +84,9 @@ def load_training_events(path: str) -> tuple[str, ParamSpace, np.ndarray, np.nda
     if keep.sum() < 10:
         raise ValueError(f"{path}: only {int(keep.sum())} touched events; generate more")
     space = ParamSpace.from_description(meta["param_space"])
-    return str(ev["shape"]), space, ev["strike"][keep], ev["params"][keep], ev["post_velocity"][keep]
+    disp = np.asarray(window_displacement(ev["start_pose"][keep], ev["release_pose"][keep]), np.float64)
+    outcome = np.concatenate([ev["post_velocity"][keep], disp], 1)
+    return str(ev["shape"]), space, ev["strike"][keep], ev["params"][keep], outcome
 
 
 def _split(n: int, fraction: float, key) -> tuple[np.ndarray, np.ndarray]:
@@ -89,23 +95,31 @@ def _split(n: int, fraction: float, key) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
 
-def validation_report(model: Surrogate, strikes, params, velocities) -> dict:
-    """α-accuracy (0.05, 0.1, 0.2) and median relative error of `model` against simulated events."""
-    pred = np.asarray(_predict_batched(model, jnp.asarray(strikes), jnp.asarray(params)))
+def validation_report(model: Surrogate, strikes, params, outcomes) -> dict:
+    """α-accuracy (0.05, 0.1, 0.2) and median relative error of `model`'s velocities against simulated events.
+
+    `outcomes` (n, 3) or (n, 6); with six columns, the median relative error of
+    the window's displacement (dx, dy, r·dyaw) is reported too.
+    """
+    pred = np.asarray(_release_batched(model, jnp.asarray(strikes), jnp.asarray(params)))
     length = geo.characteristic_length(model.shape)
-    err = np.asarray(_metrics.relative_error(pred, velocities, length))
-    return {
+    err = np.asarray(_metrics.relative_error(pred[:, :3], outcomes[:, :3], length))
+    out = {
         "alpha_0.05": float(np.mean(err <= 0.05)),
         "alpha_0.1": float(np.mean(err <= 0.1)),
         "alpha_0.2": float(np.mean(err <= 0.2)),
         "median_rel_err": float(np.median(err)),
         "n": int(len(err)),
     }
+    if outcomes.shape[1] == 6 and np.isfinite(outcomes[:, 3:]).all():
+        d_err = np.asarray(_metrics.relative_error(pred[:, 3:], outcomes[:, 3:], length))
+        out["displacement_median_rel_err"] = float(np.median(d_err))
+    return out
 
 
 @eqx.filter_jit
-def _predict_batched(model, strikes, params):
-    return predict(model, strikes, params)
+def _release_batched(model, strikes, params):
+    return jax.vmap(model.release)(strikes, params)
 
 
 def _optimizer(config: PretrainConfig, steps_total: int) -> optax.GradientTransformation:
@@ -155,11 +169,11 @@ def pretrain(
     key = jax.random.PRNGKey(config.seed)
     k_split, k_init, k_shuffle = jax.random.split(key, 3)
     train, val = _split(len(strikes), config.val_fraction, k_split)
-    s_tr, v_tr = mirror(strikes[train], vel[train])
-    s_tr = jnp.concatenate([jnp.asarray(strikes[train]), s_tr])
-    v_tr = jnp.concatenate([jnp.asarray(vel[train]), v_tr])
-    p_tr = jnp.concatenate([jnp.asarray(params[train])] * 2)
-    ratio = v_tr / s_tr[:, 2:3]
+    s_m, v_m, p_m = mirror(strikes[train], vel[train], params[train], space)
+    s_tr = jnp.concatenate([jnp.asarray(strikes[train]), s_m])
+    v_tr = jnp.concatenate([jnp.asarray(vel[train]), v_m])
+    p_tr = jnp.concatenate([jnp.asarray(params[train]), p_m])
+    ratio = jnp.nan_to_num(v_tr / s_tr[:, 2:3])
     model = make_surrogate(
         shape, key=k_init, space=space, width=config.width, depth=config.depth,
         out_mean=jnp.mean(ratio, 0), out_std=jnp.std(ratio, 0) + 1e-6,
@@ -185,7 +199,7 @@ def pretrain(
     @eqx.filter_jit
     def step(model, opt_state, s, p, v):
         def loss_fn(m):
-            return velocity_loss(jax.vmap(m)(s, p), v, length)
+            return release_loss(jax.vmap(m.release)(s, p), v, length)
 
         loss, grads = eqx.filter_value_and_grad(loss_fn)(model)
         updates, opt_state = opt.update(grads, opt_state, eqx.filter(model, eqx.is_inexact_array))

@@ -31,7 +31,7 @@ import numpy as np
 from . import _geometry as geo
 from . import _scenes
 from ._mjx import mjx
-from ._params import ParamSpace, strike_space
+from ._params import Layout, ParamSpace, strike_space
 from ._types import Array, Bool, Float
 
 RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away
@@ -47,6 +47,8 @@ class StrikeEvent(eqx.Module):
     Attributes:
         post_velocity: (vx, vy, ωz) of the block frame's origin in the block
             frame at release, m/s and rad/s; zeros if the striker missed.
+        release_pose: block pose (x, y, yaw) in the world at release, m and rad
+            (the pose at launch if the striker missed).
         t_touch: first touch, s after launch (NaN if the striker missed).
         t_release: t_touch + RELEASE_AFTER, s after launch: the contact window is [t_touch, t_release].
         touched: whether the striker touched the block.
@@ -54,6 +56,7 @@ class StrikeEvent(eqx.Module):
     """
 
     post_velocity: Float[Array, "3"]
+    release_pose: Float[Array, "3"]
     t_touch: Float[Array, ""]
     t_release: Float[Array, ""]
     touched: Bool[Array, ""]
@@ -70,8 +73,8 @@ class StrikeSim(eqx.Module):
     shape: str = eqx.field(static=True)
     settings: _scenes.SolverSettings = eqx.field(static=True)
     space: ParamSpace
-    rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
-    slide_rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    rows: Layout = eqx.field(static=True)
+    slide_rows: Layout = eqx.field(static=True)
     model: mjx.Model
     slide_model: mjx.Model
     block_rest: Float[Array, "7"]
@@ -82,14 +85,19 @@ class StrikeSim(eqx.Module):
     n_slide: int = eqx.field(static=True)
 
     def mj_model(self, touch_sensor: bool = False) -> mujoco.MjModel:
-        """A fresh MuJoCo C model of the contact phase (nominal parameters)."""
-        return _scenes.compile_xml(_scenes.strike_xml(self.shape, self.settings, touch_sensor=touch_sensor))
+        """A fresh MuJoCo C model of the contact phase (nominal parameters), ready for `space.apply_c`."""
+        return _compile(self.space, self.shape, self.settings, touch_sensor=touch_sensor)
 
     def mj_slide_model(self) -> mujoco.MjModel:
         """A fresh MuJoCo C model of the slide phase: no striker-block pair, timestep dt_slide."""
-        m = _scenes.compile_xml(_scenes.strike_xml(self.shape, self.settings, striker_pair=False))
-        m.opt.timestep = self.settings.dt_slide
-        return m
+        return _compile(self.space, self.shape, self.settings, striker_pair=False)
+
+
+def _compile(space: ParamSpace, shape: str, settings: _scenes.SolverSettings, **kwargs) -> mujoco.MjModel:
+    m = space.prepare(_scenes.compile_xml(_scenes.strike_xml(shape, settings, **kwargs)))
+    if not kwargs.get("striker_pair", True):
+        m.opt.timestep = settings.dt_slide
+    return m
 
 
 def _settle(m: mujoco.MjModel) -> np.ndarray:
@@ -100,12 +108,15 @@ def _settle(m: mujoco.MjModel) -> np.ndarray:
     return d.qpos[:7].copy()
 
 
-def make_strike_sim(shape: str, settings: _scenes.SolverSettings | None = None) -> StrikeSim:
+def make_strike_sim(
+    shape: str, settings: _scenes.SolverSettings | None = None, space: ParamSpace | None = None
+) -> StrikeSim:
     """Build the strike scene of `shape` with the block settled on the ground.
 
     Args:
         shape: "semi-cylinder", "square" or "triangle".
         settings: timesteps and solver settings (defaults: `SolverSettings()`).
+        space: the identified parameters (default `strike_space()` for the shape's pieces).
 
     Returns:
         A `StrikeSim`. Its contact phase lasts long enough for the slowest
@@ -113,11 +124,10 @@ def make_strike_sim(shape: str, settings: _scenes.SolverSettings | None = None) 
     """
     geo.check_shape(shape)
     settings = settings or _scenes.SolverSettings()
-    m = _scenes.compile_xml(_scenes.strike_xml(shape, settings))
-    m_slide = _scenes.compile_xml(_scenes.strike_xml(shape, settings, striker_pair=False))
-    m_slide.opt.timestep = settings.dt_slide
     n_pieces = len(geo.convex_pieces(shape))
-    space = strike_space(n_pieces)
+    space = space or strike_space(n_pieces)
+    m = _compile(space, shape, settings)
+    m_slide = _compile(space, shape, settings, striker_pair=False)
     v_min = geo.STRIKE_RANGES["v_pre"][0]
     n_window = int(round(RELEASE_AFTER / settings.dt_contact))
     n_contact = int(math.ceil(geo.GAP / v_min / settings.dt_contact)) + n_window + 5
@@ -179,7 +189,7 @@ def parked(qpos: Float[Array, "10"], qvel: Float[Array, "9"]) -> tuple[Float[Arr
     return qpos.at[_STRIKER_Q].set(0.0), qvel.at[_STRIKER_V].set(0.0)
 
 
-def _with_params(sim: StrikeSim, params: Float[Array, "3"]) -> mjx.Model:
+def _with_params(sim: StrikeSim, params: Float[Array, "p"]) -> mjx.Model:
     return sim.space.apply(sim.model, sim.rows, params)
 
 
@@ -188,12 +198,14 @@ class ContactResult(eqx.Module):
 
     Attributes:
         post_velocity: (vx, vy, ωz) of the block at release (zeros if the striker missed).
+        release_pose: block pose (x, y, yaw) at release.
         t_touch, t_release: contact onset and release, s after launch.
         touched: whether the striker touched the block.
         q_end, v_end, t_end: the first simulated state at or after release.
     """
 
     post_velocity: Float[Array, "3"]
+    release_pose: Float[Array, "3"]
     t_touch: Float[Array, ""]
     t_release: Float[Array, ""]
     touched: Bool[Array, ""]
@@ -218,7 +230,8 @@ def release_rule(sim: StrikeSim, found, touch_k, depth, closing, q_a, v_a, q_b, 
     phase counts as a miss (it cannot happen within SCENE.md's ranges).
 
     Returns:
-        (touched, post_velocity, t_touch, t_release): zeros and NaN times for a miss.
+        (touched, post_velocity, release_pose, t_touch, t_release): zeros, the
+        pose at `q_b` and NaN times for a miss.
     """
     dt = sim.settings.dt_contact
     touched = found & (touch_k + sim.n_window <= sim.n_contact)
@@ -226,9 +239,13 @@ def release_rule(sim: StrikeSim, found, touch_k, depth, closing, q_a, v_a, q_b, 
     t_touch = touch_k * dt - tau
     w = 1.0 - tau / dt
     post = (1.0 - w) * block_velocity(q_a, v_a) + w * block_velocity(q_b, v_b)
+    pose_a, pose_b = block_pose(q_a), block_pose(q_b)
+    pose_a = pose_a.at[2].set(pose_b[2] + jnp.remainder(pose_a[2] - pose_b[2] + jnp.pi, 2 * jnp.pi) - jnp.pi)
+    pose = (1.0 - w) * pose_a + w * pose_b
     return (
         touched,
         jnp.where(touched, post, 0.0),
+        jnp.where(touched, pose, pose_b),
         jnp.where(touched, t_touch, jnp.nan),
         jnp.where(touched, t_touch + RELEASE_AFTER, jnp.nan),
     )
@@ -271,9 +288,12 @@ def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -
     zero = jnp.zeros(())
     init = (data, jnp.array(-1), zero, zero, qpos0, qvel0, qpos0, qvel0)
     (data, touch_k, depth, closing, q_a, v_a, q_b, v_b), _ = jax.lax.scan(body, init, jnp.arange(sim.n_contact))
-    touched, post, t_touch, t_release = release_rule(sim, touch_k >= 0, touch_k, depth, closing, q_a, v_a, q_b, v_b)
+    touched, post, pose, t_touch, t_release = release_rule(
+        sim, touch_k >= 0, touch_k, depth, closing, q_a, v_a, q_b, v_b
+    )
     return ContactResult(
         post_velocity=post,
+        release_pose=pose,
         t_touch=t_touch,
         t_release=t_release,
         touched=touched,
@@ -283,7 +303,7 @@ def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -
     )
 
 
-def slide_phase(sim: StrikeSim, params: Float[Array, "3"], qpos, qvel, t_start) -> Float[Array, "10"]:
+def slide_phase(sim: StrikeSim, params: Float[Array, "p"], qpos, qvel, t_start) -> Float[Array, "10"]:
     """Slide the block (striker parked) from time `t_start` until MAX_TIME; return the final qpos."""
     model = sim.space.apply(sim.slide_model, sim.slide_rows, params)
     qpos, qvel = parked(qpos, qvel)
@@ -306,7 +326,7 @@ def simulate_strike(
     Args:
         sim: the scene, from `make_strike_sim`.
         strike: (θ, θ1, v_pre), rad, rad, m/s (SCENE.md "A strike").
-        params: (μ1, μ2, e1) in the order of `sim.space.names`.
+        params: (p,) values of `sim.space` (its `names`, physical units).
         to_rest: also run the slide phase for the rest pose (else rest_pose is the pose at release).
 
     Returns:
@@ -316,6 +336,7 @@ def simulate_strike(
     q_end = slide_phase(sim, params, c.q_end, c.v_end, c.t_end) if to_rest else c.q_end
     return StrikeEvent(
         post_velocity=c.post_velocity,
+        release_pose=c.release_pose,
         t_touch=c.t_touch,
         t_release=c.t_release,
         touched=c.touched,
@@ -373,7 +394,7 @@ def simulate_strikes_c(
     Args:
         sim: the scene.
         strikes: (batch, 3) strikes.
-        params: (batch, 3) contact parameters.
+        params: (batch, p) values of `sim.space`.
         to_rest: run the slide phase.
         nthread: threads (0: all CPUs).
 
@@ -401,7 +422,7 @@ def simulate_strikes_c(
     closing = np.abs(np.sum(np.c_[v_before[:, 6:8], np.zeros(n)] * sens[:, 2:5], axis=1))
     a = np.clip(k + sim.n_window - 2, 0, sim.n_contact - 1)  # record j holds state j + 1
     b = np.clip(k + sim.n_window - 1, 0, sim.n_contact - 1)
-    touched, post, t_touch, t_release = _release_rules(
+    touched, post, pose, t_touch, t_release = _release_rules(
         sim,
         found.any(axis=1),
         k,
@@ -417,6 +438,7 @@ def simulate_strikes_c(
     q_end = _slide_c(sim, params, q_rel, v_rel, t_end, nthread) if to_rest else q_rel
     return StrikeEvent(
         post_velocity=np.asarray(post, np.float64),
+        release_pose=np.asarray(pose, np.float64),
         t_touch=np.asarray(t_touch, np.float64),
         t_release=np.asarray(t_release, np.float64),
         touched=np.asarray(touched),

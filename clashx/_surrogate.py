@@ -1,4 +1,4 @@
-"""The parameter-conditioned collision surrogate: (strike, contact parameters) → post-impact velocity.
+"""The parameter-conditioned collision surrogate: (strike, parameters) → the block's state at release.
 
 CLASH's distilled model (He et al. 2026).  An Equinox MLP maps
 features of one strike and the contact parameters to the block's velocity per
@@ -12,8 +12,12 @@ these features make the outcome nearly linear in the inputs, and the kinks of
 p(θ) at a polygon's corners come from geometry, not from the network:
 
     features = (p / r, n, d, (p − c) × d / r, θ1 / θ1_max, (v_pre − v̄) / v_s, 2·unit(params) − 1)
-    velocity = v_pre · (mean + std ⊙ MLP(features))
+    (velocity, displacement) = v_pre · (mean + std ⊙ MLP(features))
 
+The six outputs are the block's velocity at release (vx, vy, ωz, block frame:
+the collision event) and its displacement over the contact window (dx, dy in
+the block's frame at launch, dyaw): where the slide that a track records
+starts from.
 `mean`/`std` normalise the targets and live in the model, with the shape and
 the parameter space, so a saved surrogate carries everything it needs.
 Saved as equinox leaves (`surrogate.eqx`) beside a JSON of metadata
@@ -36,6 +40,8 @@ from ._params import ParamSpace, strike_space
 from ._types import Array, Float, PRNGKeyArray
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more
+N_OUT = 6  # velocity at release (3) and displacement over the window (3)
+FORMAT = "clashx.surrogate/3"  # /2: velocity only, over (μ1, μ2, e1)
 MODEL_FILE = "surrogate.eqx"
 META_FILE = "surrogate.json"
 _META_KEYS = ("format", "scene", "shape", "param_space", "width", "depth")
@@ -47,16 +53,17 @@ _V_HALF = 0.5 * (geo.STRIKE_RANGES["v_pre"][1] - geo.STRIKE_RANGES["v_pre"][0])
 
 
 class Surrogate(eqx.Module):
-    """Post-impact velocity (vx, vy, ωz; block frame) of one strike under given contact parameters.
+    """Post-impact velocity (vx, vy, ωz; block frame) of one strike under given parameters.
 
     Call as `model(strike, params)`: strike (θ, θ1, v_pre) in rad, rad, m/s;
     params in the order of `model.space.names`, physical units.  Returns (3,)
     in m/s, m/s, rad/s.  Batch with `jax.vmap` (or `clashx.predict`).
+    `model.release(strike, params)` also gives the window's displacement.
     """
 
     mlp: eqx.nn.MLP
-    out_mean: Float[Array, "3"]
-    out_std: Float[Array, "3"]
+    out_mean: Float[Array, "6"]
+    out_std: Float[Array, "6"]
     shape: str = eqx.field(static=True)
     space: ParamSpace
     width: int = eqx.field(static=True)
@@ -74,9 +81,13 @@ class Surrogate(eqx.Module):
         scalars = jnp.stack([lever, theta1 / _THETA1_MAX, (v_pre - _V_MID) / _V_HALF])
         return jnp.concatenate([point / r, normal, d, scalars, unit])
 
-    def __call__(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "3"]:
+    def release(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "6"]:
+        """(vx, vy, ωz) at release, block frame (m/s, rad/s), and (dx, dy, dyaw) over the window (m, rad)."""
         y = self.mlp(self.features(strike, params))
         return strike[2] * (self.out_mean + self.out_std * y)
+
+    def __call__(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "3"]:
+        return self.release(strike, params)[:3]
 
 
 def make_surrogate(
@@ -96,15 +107,15 @@ def make_surrogate(
         key: PRNG key of the initial weights.
         space: the contact parameters it is conditioned on (default `strike_space()`).
         width, depth: hidden width and number of hidden layers of the MLP.
-        out_mean, out_std: target normalisers, velocity per unit v_pre (3,); default 0 and 1.
+        out_mean, out_std: target normalisers per unit v_pre (6,): velocity and displacement; default 0 and 1.
     """
     geo.check_shape(shape)
-    space = space or strike_space()
-    mlp = eqx.nn.MLP(_N_STRIKE_FEATURES + space.size, 3, width, depth, activation=jax.nn.silu, key=key)
+    space = space or strike_space(len(geo.convex_pieces(shape)))
+    mlp = eqx.nn.MLP(_N_STRIKE_FEATURES + space.size, N_OUT, width, depth, activation=jax.nn.silu, key=key)
     return Surrogate(
         mlp=mlp,
-        out_mean=jnp.zeros(3) if out_mean is None else jnp.asarray(out_mean, jnp.float32),
-        out_std=jnp.ones(3) if out_std is None else jnp.asarray(out_std, jnp.float32),
+        out_mean=jnp.zeros(N_OUT) if out_mean is None else jnp.asarray(out_mean, jnp.float32),
+        out_std=jnp.ones(N_OUT) if out_std is None else jnp.asarray(out_std, jnp.float32),
         shape=shape,
         space=space,
         width=width,
@@ -123,13 +134,26 @@ def predict(
     return jax.vmap(model)(strikes, params)
 
 
-def mirror(strikes: Float[Array, "n 3"], velocities: Float[Array, "n 3"]):
+_MIRRORED_PARAMS = ("com_x",)  # parameters whose sign flips in the mirror image
+
+
+def mirror(strikes: Float[Array, "n 3"], outcomes: Float[Array, "n k"], params=None, space: ParamSpace | None = None):
     """The mirror images of strikes and outcomes about the block's y axis (every SCENE.md shape is symmetric).
 
-    θ → π − θ, θ1 → −θ1; (vx, vy, ωz) → (−vx, vy, −ωz).
+    θ → π − θ, θ1 → −θ1; (vx, vy, ωz) → (−vx, vy, −ωz), and the same for the
+    displacement (dx, dy, dyaw) if `outcomes` has six columns; with `params`
+    (and their `space`), a centre-of-mass offset com_x → −com_x.
+
+    Returns:
+        (strikes, outcomes), or (strikes, outcomes, params) when params are given.
     """
     s = jnp.asarray(strikes) * jnp.array([-1.0, -1.0, 1.0]) + jnp.array([math.pi, 0.0, 0.0])
-    return s, jnp.asarray(velocities) * jnp.array([-1.0, 1.0, -1.0])
+    outcomes = jnp.asarray(outcomes)
+    flip = jnp.tile(jnp.array([-1.0, 1.0, -1.0]), outcomes.shape[-1] // 3)
+    if params is None:
+        return s, outcomes * flip
+    sign = jnp.array([-1.0 if n in _MIRRORED_PARAMS else 1.0 for n in space.names])
+    return s, outcomes * flip, jnp.asarray(params) * sign
 
 
 def describe(model: Surrogate) -> dict[str, Any]:
@@ -140,7 +164,7 @@ def describe(model: Surrogate) -> dict[str, Any]:
         "param_space": model.space.describe(),
         "width": model.width,
         "depth": model.depth,
-        "format": "clashx.surrogate/2",
+        "format": FORMAT,
     }
 
 
@@ -169,7 +193,14 @@ def load_surrogate(
     meta, meta_path = read_model_meta(
         run_dir, META_FILE, "is this a run folder written by `clashx pretrain`?", keys=_META_KEYS, retrain=_RETRAIN
     )
-    if meta.get("format") != "clashx.surrogate/2" or meta.get("scene") != "strike":
+    if meta.get("format") == "clashx.surrogate/2":
+        raise ValueError(
+            f"{meta_path}: a surrogate of an older clashx (velocity only, over mu1, mu2, e1); this clashx "
+            f"conditions on {', '.join(strike_space().names)} and predicts the window's displacement too. "
+            "Retrain it: `clashx generate --scene strike --shape S --n 100000 --no-rest --out sim.npz` "
+            "then `clashx pretrain --data sim.npz --out RUN`, or use the shipped one (`clashx.shipped_surrogate(shape)`)"
+        )
+    if meta.get("format") != FORMAT or meta.get("scene") != "strike":
         raise ValueError(
             f"{meta_path}: not a strike surrogate (format {meta.get('format')!r}, scene {meta.get('scene')!r})"
         )
@@ -201,3 +232,36 @@ def velocity_loss(
     du = (pred - true) * w
     u = true * w
     return jnp.mean(jnp.sum(du**2, -1) / (jnp.sum(u**2, -1) + floor**2))
+
+
+DISPLACEMENT_FLOOR = 4e-4  # m: the window's displacement of a block at velocity_loss's 0.02 m/s floor
+
+
+def release_loss(
+    pred: Float[Array, "n 6"], true: Float[Array, "n 6"], length: float, displacement_weight: float = 1.0
+) -> Float[Array, ""]:
+    """`velocity_loss` on the velocities plus the same relative error of the window's displacements.
+
+    The displacement (dx, dy, length·dyaw) enters as ‖Δd‖² / (‖d‖² + floor²);
+    events whose true displacement is unknown (NaN, e.g. older files) count
+    with their velocity only.
+    """
+    vel = velocity_loss(pred[:, :3], true[:, :3], length)
+    w = jnp.array([1.0, 1.0, length])
+    known = jnp.all(jnp.isfinite(true[:, 3:]), -1)
+    d_true = jnp.where(known[:, None], true[:, 3:], 0.0) * w
+    dd = (pred[:, 3:] * w - d_true) ** 2
+    per = jnp.sum(dd, -1) / (jnp.sum(d_true**2, -1) + DISPLACEMENT_FLOOR**2)
+    disp = jnp.sum(jnp.where(known, per, 0.0)) / jnp.maximum(jnp.sum(known), 1)
+    return vel + displacement_weight * disp
+
+
+def window_displacement(
+    start_pose: Float[Array, "... 3"], release_pose: Float[Array, "... 3"]
+) -> Float[Array, "... 3"]:
+    """(dx, dy, dyaw) of the block from `start_pose` to `release_pose` (world poses), in the start pose's frame."""
+    start_pose, release_pose = jnp.asarray(start_pose), jnp.asarray(release_pose)
+    c, s = jnp.cos(start_pose[..., 2]), jnp.sin(start_pose[..., 2])
+    dx, dy = release_pose[..., 0] - start_pose[..., 0], release_pose[..., 1] - start_pose[..., 1]
+    dyaw = jnp.remainder(release_pose[..., 2] - start_pose[..., 2] + jnp.pi, 2 * jnp.pi) - jnp.pi
+    return jnp.stack([c * dx + s * dy, -s * dx + c * dy, dyaw], -1)

@@ -94,7 +94,7 @@ INIT_RANGES = {
 
 def toss_settings() -> _scenes.SolverSettings:
     """Integrator and solver settings of the toss: dt = 1/1036 s, Newton, pyramidal cone."""
-    return _scenes.SolverSettings(dt_contact=DT, dt_slide=DT, iterations=16, ls_iterations=8)
+    return _scenes.SolverSettings(dt_contact=DT, dt_slide=DT, iterations=16, ls_iterations=8, cone="pyramidal")
 
 
 # --- states and free flight (shared by MJX, MuJoCo C and the real-data ingestion) ------------

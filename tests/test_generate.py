@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from clashx import _generate, load_events
+from clashx import _generate, load_events, strike_space
 from clashx._cli import main as cli_main
 
 
@@ -30,7 +30,7 @@ def test_same_seed_same_data_and_metadata(tmp_path):
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
     ev = load_events(tmp_path / "a.npz", scene="strike")
     assert ev["meta"]["config"]["seed"] == 3
-    assert ev["meta"]["param_space"]["names"] == ["mu1", "mu2", "e1"]
+    assert ev["meta"]["param_space"]["names"] == list(strike_space().names)
     assert "mujoco" in ev["meta"]["versions"] and ev["meta"]["solver"]["dt_contact"] == 0.001
     assert ev["touched"].all()
     lo, hi = np.array(ev["meta"]["param_space"]["low"]), np.array(ev["meta"]["param_space"]["high"])

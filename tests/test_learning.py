@@ -37,7 +37,7 @@ def small_model(small_data, tmp_path_factory):
 
 def test_save_load_round_trip_and_mismatch_errors(small_model, tmp_path):
     model = clashx.load_surrogate(small_model, shape="square", space=clashx.make_strike_sim("square").space)
-    s, p = jnp.array([1.0, 0.1, 0.5]), jnp.array([0.3, 0.4, 1.2])
+    s, p = jnp.array([1.0, 0.1, 0.5]), jnp.asarray(model.space.vector(mu1=0.3, mu2=0.4, e1=1.2, com_x=0.002))
     clashx.save_surrogate(tmp_path / "copy", model)
     again = clashx.load_surrogate(tmp_path / "copy")
     np.testing.assert_array_equal(np.asarray(model(s, p)), np.asarray(again(s, p)))
@@ -91,7 +91,7 @@ def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_pat
     assert (
         written["shape"] == "square"
         and written["rows"] == list(range(10))
-        and set(written["params"]) == {"mu1", "mu2", "e1"}
+        and list(written["params"]) == list(clashx.strike_space().names)
     )
     tuned = str(tmp_path / "tuned")
     assert (
@@ -120,7 +120,7 @@ def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_pat
     assert (tmp_path / "eval.png").exists() and result["n_events"] == 50
     ev = clashx.load_events(data)
     model = clashx.load_surrogate(tuned)
-    p = np.array([written["params"][n] for n in ("mu1", "mu2", "e1")])
+    p = np.array([written["params"][n] for n in model.space.names])
     pred = np.asarray(clashx.predict(model, ev["strike"][10:60], p))
     expect = clashx.alpha_accuracy(pred, ev["post_velocity"][10:60], geo.characteristic_length("square"), 0.1)
     assert abs(result["alpha_accuracy"] - expect) < 1e-9
@@ -130,16 +130,21 @@ def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_pat
     assert "names a row twice" in capsys.readouterr().err
 
 
-def test_mirror_flips_vx_and_wz():
-    s, v = _surrogate.mirror(jnp.array([[0.3, 0.1, 0.5]]), jnp.array([[1.0, 2.0, 3.0]]))
+def test_mirror_flips_vx_wz_dx_dyaw_and_com_x():
+    space = clashx.strike_space()
+    p = space.vector(com_x=0.003, com_y=-0.002)
+    s, v, q = _surrogate.mirror(
+        jnp.array([[0.3, 0.1, 0.5]]), jnp.array([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]), p[None], space
+    )
     np.testing.assert_allclose(np.asarray(s), [[np.pi - 0.3, -0.1, 0.5]], atol=1e-6)
-    np.testing.assert_allclose(np.asarray(v), [[-1.0, 2.0, -3.0]])
+    np.testing.assert_allclose(np.asarray(v), [[-1.0, 2.0, -3.0, -4.0, 5.0, -6.0]])
+    np.testing.assert_allclose(np.asarray(q)[0], space.vector(com_x=-0.003, com_y=-0.002), atol=1e-9)
 
 
 def _surrogate_with_signal(key):
-    """A random surrogate whose output depends clearly on all three parameters."""
+    """A random surrogate whose output depends clearly on every parameter."""
     return clashx.make_surrogate(
-        "square", key=key, width=32, depth=2, out_mean=[0.1, -0.8, 2.0], out_std=[0.3, 0.3, 3.0]
+        "square", key=key, width=32, depth=2, out_mean=[0.1, -0.8, 2.0, 0.0, -0.01, 0.02], out_std=[0.3, 0.3, 3.0] * 2
     )
 
 
@@ -151,7 +156,7 @@ def test_identify_recovers_known_parameters_deterministically():
     rng = np.random.default_rng(0)
     lo, hi = np.array(model.space.low), np.array(model.space.high)
     strikes = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (10, 3))
-    true = lo + np.array([0.3, 0.6, 0.45]) * (hi - lo)
+    true = lo + np.array([0.3, 0.6, 0.45, 0.5, 0.35, 0.7, 0.4, 0.55]) * (hi - lo)
     vel = np.asarray(clashx.predict(model, strikes, true))
     a = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16, steps=400)
     b = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16, steps=400)
@@ -165,7 +170,7 @@ def test_finetune_corrects_a_systematic_error_and_leaves_a_right_model_alone():
     rng = np.random.default_rng(1)
     strikes = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (10, 3))
     test = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (200, 3))
-    params = jnp.array([0.5, 0.5, 1.0])
+    params = jnp.asarray(model.space.vector())
     length = geo.characteristic_length("square")
 
     def real(s):  # "reality": the model's outcome, 15 % faster

@@ -16,7 +16,9 @@ N_STRIKES = 12
 # MJX against MuJoCo C, median relative error of the post-impact velocity (clashx.metrics). Contact
 # manifolds of convex meshes differ between the two engines (e.g. the semi-cylinder rests on 3
 # MJX ground contacts but 4 C ones), so the mesh shapes agree less closely than the box.
-MJX_C_MEDIAN_TOL = {"square": 0.02, "triangle": 0.06, "semi-cylinder": 0.08}
+# With the striker-block time constant down to 2.5 ms (2.5 contact steps) the two integrators part
+# more than at SCENE.md's 5 ms: the square's median is 1.0 % at 5 ms, 2.2 % over the prior.
+MJX_C_MEDIAN_TOL = {"square": 0.03, "triangle": 0.06, "semi-cylinder": 0.08}
 MJX_C_ALPHA_MIN = {"square": 0.9, "triangle": 0.75, "semi-cylinder": 0.7}  # fraction within α = 0.1
 REST_POS_MEDIAN_TOL = 0.005  # m
 TOUCH_STEP_TOL = 1  # contact-phase steps
@@ -81,8 +83,9 @@ def test_mirror_symmetry(shape, strike_sims, mjx_strike_fn):
     sim = strike_sims(shape)
     strikes, params = _inputs(sim, N_STRIKES // 2, seed=3)
     mirrored = strikes * np.array([-1.0, -1.0, 1.0]) + np.array([np.pi, 0.0, 0.0])
+    params_m = params * np.where(np.array(sim.space.names) == "com_x", -1.0, 1.0)  # the offset mirrors too
     both = mjx_strike_fn(sim)(
-        jnp.asarray(np.concatenate([strikes, mirrored])), jnp.asarray(np.concatenate([params, params]))
+        jnp.asarray(np.concatenate([strikes, mirrored])), jnp.asarray(np.concatenate([params, params_m]))
     )
     v = np.asarray(both.post_velocity)
     a, b = v[: len(strikes)], v[len(strikes) :] * np.array([-1.0, 1.0, -1.0])
@@ -92,16 +95,21 @@ def test_mirror_symmetry(shape, strike_sims, mjx_strike_fn):
 
 def test_param_space_in_axes_batches_only_written_fields(strike_sims):
     sim = strike_sims("square")
-    values = np.array([[0.1, 0.2, 0.3], [0.9, 0.8, 2.5]])
-    batched = sim.space.batch_model(sim.model, sim.rows, jnp.asarray(values))
-    axes = sim.space.in_axes(sim.model)
+    sp = sim.space
+    values = np.stack(
+        [sp.vector(mu1=0.1, mu2=0.2, e1=0.3, mass=0.22), sp.vector(mu1=0.9, mu2=0.8, e1=2.5, com_x=0.004)]
+    )
+    batched = sp.batch_model(sim.model, sim.rows, jnp.asarray(values))
+    axes = sp.in_axes(sim.model)
     batched_fields = {jax.tree_util.keystr(path) for path, a in jax.tree_util.tree_leaves_with_path(axes)}
-    assert batched_fields == {".pair_friction", ".pair_solref"}
-    got = jax.vmap(lambda m: (m.pair_friction, m.pair_solref), in_axes=(axes,))(batched)
-    sb, bg = sim.rows[0][0], sim.rows[1][0]
+    inertial = {".body_mass", ".body_ipos", ".body_inertia", ".body_subtreemass", ".body_invweight0", ".dof_invweight0"}
+    assert batched_fields == {".pair_friction", ".pair_solref"} | inertial
+    got = jax.vmap(lambda m: (m.pair_friction, m.pair_solref, m.body_mass), in_axes=(axes,))(batched)
+    sb, bg = sim.rows[0][0].row, sim.rows[1][0].row
     np.testing.assert_allclose(got[0][:, sb, :2], values[:, [0, 0]], rtol=1e-6)
     np.testing.assert_allclose(got[0][:, bg, :2], values[:, [1, 1]], rtol=1e-6)
     np.testing.assert_allclose(got[1][:, sb, 1], values[:, 2], rtol=1e-6)
+    np.testing.assert_allclose(got[2][:, 1], values[:, sp.index("mass")], rtol=1e-6)
     # the other model fields stay unbatched
     assert batched.geom_size.shape == sim.model.geom_size.shape
 
@@ -109,7 +117,7 @@ def test_param_space_in_axes_batches_only_written_fields(strike_sims):
 def test_param_space_rejects_values_outside_prior(strike_sims):
     sim = strike_sims("square")
     with pytest.raises(ValueError, match=r"row 1: mu2=1.5 is outside the prior range"):
-        sim.space.check(np.array([[0.5, 0.5, 1.0], [0.5, 1.5, 1.0]]))
+        sim.space.check(np.stack([sim.space.vector(), sim.space.vector(mu2=1.5)]))
 
 
 def test_no_recompilation_for_new_values(strike_sims, mjx_strike_fn):
@@ -147,7 +155,7 @@ def test_contact_onset_is_resolved_below_one_step(strike_sims):
     """A head-on strike on the square's +y face: the face is GAP away, so the touch is at GAP / v_pre."""
     sim = strike_sims("square")
     strikes = np.array([[np.pi / 2, 0.0, v] for v in (0.23, 0.37, 0.61)])
-    params = np.tile([0.5, 0.5, 1.0], (3, 1))
+    params = np.tile(sim.space.vector(), (3, 1))
     ev = _strike.simulate_strikes_c(sim, strikes, params, to_rest=False)
     rest_z = float(sim.block_rest[2])  # the settled block is a few µm lower; the striker flies level
     assert abs(rest_z - geo.HEIGHT / 2) < 1e-4
