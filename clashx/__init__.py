@@ -24,6 +24,7 @@ from ._cube_pipeline import run_cube_toss as run_cube_toss
 from ._cube_rollout import hybrid_toss as hybrid_toss
 from ._cube_rollout import hybrid_tosses as hybrid_tosses
 from ._data import data_path as data_path
+from ._data import lab_recording as lab_recording
 from ._finetune import FinetuneConfig as FinetuneConfig
 from ._finetune import finetune as finetune
 from ._generate import GenerateConfig as GenerateConfig
