@@ -43,12 +43,18 @@ def mjx_strike_fn():
 
 
 @pytest.fixture(scope="session")
-def strike_lab_module():
-    """The lab's strike_lab.py as a module (a reference for SCENE.md's geometry); skipped without ../shared."""
+def strike_lab_path() -> Path:
+    """The lab simulator strike_lab.py, for the lab extras; they skip, saying so, without ../shared."""
     path = SHARED / "lab" / "strike_lab.py"
     if not path.exists():
-        pytest.skip(f"{path} is not here")
-    spec = importlib.util.spec_from_file_location("strike_lab", path)
+        pytest.skip(f"lab extra: the strike lab {path} is not here (../shared beside the repository)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def strike_lab_module(strike_lab_path):
+    """The lab's strike_lab.py as a module (a reference for SCENE.md's geometry); skipped without ../shared."""
+    spec = importlib.util.spec_from_file_location("strike_lab", strike_lab_path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["strike_lab"] = mod  # its dataclasses look themselves up there
     spec.loader.exec_module(mod)

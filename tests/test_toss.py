@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -11,11 +10,12 @@ import mujoco
 import numpy as np
 import pytest
 
+import clashx
 from clashx import _toss as T
 from clashx._events import EventFileError, validate_events
 from clashx._ingest_cube import MIN_TOSS_FRAMES, ingest_cube_tosses, load_cube_tracks
 
-REAL = Path(__file__).parents[2] / "shared/data/contactnets_cube/tosses.npz"
+REAL = clashx.data_path("contactnets_cube/tosses.npz")  # shipped with clashx
 
 # Tolerances, with where they come from.
 STEP_TOL = 2e-5  # one MuJoCo step against free_flight: semi-implicit Euler's g dt^2 = 9e-6 m
@@ -281,7 +281,6 @@ def test_ingest_bad_input(tmp_path, case):
     assert sorted(tmp_path.iterdir()) == before  # nothing written
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="shared/data/contactnets_cube/tosses.npz is not here")
 def test_ingest_real_tosses():
     ev = ingest_cube_tosses(REAL)
     validate_events(ev)
