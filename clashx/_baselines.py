@@ -36,8 +36,19 @@ from ._optimize import cmaes_in_box
 from ._types import Array, Float, PRNGKeyArray
 
 # MuJoCo's defaults for a contact pair: friction 1 (sliding) and solref (0.02, 1), i.e. damping ratio 1.
-# The time constant stays the scene's 0.005 s (SCENE.md); μ1 = μ2 = 1 and e1 = 1 are the nominal values.
-NOMINAL_PARAMS = (1.0, 1.0, 1.0)
+# The time constant stays the scene's 0.005 s (SCENE.md); μ1 = μ2 = 1 and e1 = 1 are the nominal values,
+# the block as drawn (0.25 kg, centre of mass at the centroid) and no torsional friction the rest.
+NOMINAL_CONTACT = {"mu1": 1.0, "mu2": 1.0, "e1": 1.0}
+CONTACT_NAMES = ("mu1", "mu2", "e1")  # SCENE.md's three: the "3 parameters" variants identify these only
+
+
+def nominal_params(sim: _strike.StrikeSim) -> np.ndarray:
+    """MuJoCo's nominal model of the scene as a value vector of `sim.space` (p,)."""
+    return sim.space.vector(**{k: v for k, v in NOMINAL_CONTACT.items() if k in sim.space.names})
+
+
+def _free_columns(sim: _strike.StrikeSim, free) -> list[int]:
+    return [sim.space.index(n) for n in (free if free is not None else sim.space.names)]
 
 
 class Identified(eqx.Module):
@@ -84,7 +95,7 @@ def predict_c(
     Args:
         sim: the scene of the block's shape.
         strikes: (n, 3) strikes (θ, θ1, v_pre), rad, rad, m/s.
-        params: (3,) contact parameters (μ1, μ2, e1), e.g. `NOMINAL_PARAMS`.
+        params: (p,) values of `sim.space`, e.g. `nominal_params(sim)`.
         nthread: MuJoCo C threads (0: all CPUs).
 
     Returns:
@@ -105,9 +116,11 @@ def identify_cmaes(
     population: int = 16,
     generations: int = 30,
     std_init: float = 0.25,
+    free: tuple[str, ...] | None = None,
+    base: np.ndarray | None = None,
     nthread: int = 0,
 ) -> Identified:
-    """Identify (μ1, μ2, e1) with CMA-ES over MuJoCo C strikes (the "MuJoCo + CMA-ES" baseline).
+    """Identify parameters with CMA-ES over MuJoCo C strikes (the "MuJoCo + CMA-ES" baseline).
 
     CMA-ES (evosax `CMA_ES`, ask/tell) searches the unit cube of the prior,
     starting at its centre with step size `std_init`; a candidate is clipped
@@ -124,6 +137,8 @@ def identify_cmaes(
         population: candidates per generation.
         generations: generations (the budget is `population × generations × n` strikes).
         std_init: initial step size, in units of the prior's ranges.
+        free: names of the parameters to identify (default: all of `sim.space`).
+        base: values of the others (default `nominal_params(sim)`).
         nthread: MuJoCo C threads (0: all CPUs).
 
     Returns:
@@ -131,11 +146,18 @@ def identify_cmaes(
     """
     strikes = np.asarray(strikes, np.float64)
     velocities = np.asarray(velocities, np.float64)
-    n, p = len(strikes), sim.space.size
+    cols = _free_columns(sim, free)
+    base_u = np.asarray(sim.space.to_unit(jnp.asarray(nominal_params(sim) if base is None else base)), np.float64)
+    n, p = len(strikes), len(cols)
     length = geo.characteristic_length(sim.shape)
 
+    def full(u: np.ndarray) -> np.ndarray:
+        out = np.tile(base_u, (len(u), 1))
+        out[:, cols] = u
+        return out
+
     def losses(u: np.ndarray) -> np.ndarray:
-        phys = np.asarray(sim.space.from_unit(jnp.asarray(u)), np.float64)
+        phys = np.asarray(sim.space.from_unit(jnp.asarray(full(u))), np.float64)
         ev = _strike.simulate_strikes_c(
             sim, np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0), to_rest=False, nthread=nthread
         )
@@ -146,7 +168,7 @@ def identify_cmaes(
         losses, np.full(p, 0.5), key=key, population=population, generations=generations, std_init=std_init
     )
     return Identified(
-        params=np.asarray(sim.space.from_unit(jnp.asarray(best_u)), np.float64),
+        params=np.asarray(sim.space.from_unit(jnp.asarray(full(best_u[None])[0])), np.float64),
         loss=best_loss,
         iterations=generations,
         evaluations=generations * population * n,
@@ -223,18 +245,24 @@ def mjx_velocity_jacobian(
     return v, jac
 
 
-def _residual_terms(sim: _strike.StrikeSim, strikes, velocities, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Residuals (3n,) of `identify_mjx`'s loss at logits z, and their Jacobian (3n, 3) w.r.t. z (chain rule)."""
+def _residual_terms(
+    sim: _strike.StrikeSim, strikes, velocities, z: np.ndarray, cols, base_z
+) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals (3n,) of `identify_mjx`'s loss at logits z of the free columns, and their Jacobian (3n, k) w.r.t. z."""
     n = len(velocities)
     length = geo.characteristic_length(sim.shape)
+
+    def params_of(z):
+        return _params_of_logits(sim, jnp.asarray(base_z, z.dtype).at[jnp.asarray(cols)].set(z))
+
     z = jnp.asarray(z, strikes.dtype)
-    params, dp_dz = _params_of_logits(sim, z), jax.jacfwd(lambda z: _params_of_logits(sim, z))(z)
+    params, dp_dz = params_of(z), jax.jacfwd(params_of)(z)
     v, dv_dp = mjx_velocity_jacobian(sim, strikes, params)
     y = np.asarray(velocities, np.float64)
     w = np.array([1.0, 1.0, length])
     scale = np.maximum(np.linalg.norm(y * w, axis=-1), 1e-12) * math.sqrt(n)  # as in `speed_residuals`
     r = ((np.asarray(v, np.float64) - y) * w / scale[:, None]).reshape(-1)
-    jac = (np.asarray(dv_dp, np.float64) * w[None, :, None] / scale[:, None, None]).reshape(-1, 3)
+    jac = (np.asarray(dv_dp, np.float64) * w[None, :, None] / scale[:, None, None]).reshape(len(r), -1)
     return r, jac @ np.asarray(dp_dz, np.float64)
 
 
@@ -248,8 +276,10 @@ def identify_mjx(
     iterations: int = 12,
     damping: float = 1e-2,
     x64: bool = True,
+    free: tuple[str, ...] | None = None,
+    base: np.ndarray | None = None,
 ) -> Identified:
-    """Identify (μ1, μ2, e1) by Levenberg-Marquardt through MJX strikes (the "MJX + gradients" baseline).
+    """Identify parameters by Levenberg-Marquardt through MJX strikes (the "MJX + gradients" baseline).
 
     The unknowns are logits z of the prior's unit cube (params =
     `space.from_unit(sigmoid(z))`, z clipped to ±4), so every step stays in
@@ -270,12 +300,18 @@ def identify_mjx(
         iterations: trials (evaluations of residuals and Jacobian) per start.
         damping: initial λ.
         x64: run MJX in float64 (right tangents; a separate compilation).
+        free: names of the parameters to identify (default: all of `sim.space`).
+        base: values of the others (default `nominal_params(sim)`).
 
     Returns:
         `Identified` of the best start; `iterations` counts the trials of all starts.
     """
-    u_rand = np.asarray(jax.random.uniform(key, (starts - 1, 3), minval=0.1, maxval=0.9), np.float64)
-    u0 = np.concatenate([np.full((1, 3), 0.5), u_rand])
+    cols = _free_columns(sim, free)
+    base_u = np.asarray(sim.space.to_unit(jnp.asarray(nominal_params(sim) if base is None else base)), np.float64)
+    base_z = np.log(np.clip(base_u, 0.018, 0.982) / (1 - np.clip(base_u, 0.018, 0.982)))
+    k = len(cols)
+    u_rand = np.asarray(jax.random.uniform(key, (starts - 1, k), minval=0.1, maxval=0.9), np.float64)
+    u0 = np.concatenate([np.full((1, k), 0.5), u_rand])
     best_z, best_loss, finals, trials = None, math.inf, [], 0
     with jax.enable_x64(x64):
         dtype = jnp.float64 if x64 else jnp.float32
@@ -283,7 +319,7 @@ def identify_mjx(
         s = jnp.asarray(strikes, dtype)
 
         def terms(z):
-            return _residual_terms(sim_, s, velocities, z)
+            return _residual_terms(sim_, s, velocities, z, cols, base_z)
 
         for z in np.log(u0 / (1 - u0)):
             r, jac = terms(z)
@@ -303,8 +339,10 @@ def identify_mjx(
             finals.append(cost)
             if cost < best_loss:
                 best_z, best_loss = z, cost
+    z_all = base_z.copy()
+    z_all[cols] = best_z
     return Identified(
-        params=np.asarray(sim.space.from_unit(1 / (1 + np.exp(-best_z))), np.float64),
+        params=np.asarray(sim.space.from_unit(1 / (1 + np.exp(-z_all))), np.float64),
         loss=best_loss,
         iterations=trials,
         evaluations=trials * len(strikes),

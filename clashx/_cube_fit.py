@@ -34,11 +34,9 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import mujoco
-import mujoco.batch
 import numpy as np
 
-from . import _toss
+from . import _batch, _toss
 from ._cube import quat_conj, quat_log
 from ._cube_rollout import rest_rollout
 from ._toss import TossSim
@@ -89,13 +87,10 @@ def rollout_c(sim: TossSim, states0: np.ndarray, params: np.ndarray, n_frames: i
     states0 = np.asarray(states0, np.float64)
     n = len(states0)
     params = np.broadcast_to(np.asarray(params, np.float64), (n, 3))
-    batch = mujoco.batch.Batch(sim.mj_model(), nsim=n, nthread=nthread, persistent=False)
-    sim.space.apply_c(batch, sim.rows, params)
-    batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
-    batch.bind("qpos")[:] = np.c_[states0[:, 4:7], states0[:, 0:4]]
-    batch.bind("qvel")[:] = np.c_[states0[:, 10:13], states0[:, 7:10]]
+    batch = _batch.make_batch(sim.mj_model(), sim.space, sim.rows, params, nsim=n, nthread=nthread)
     k = sim.substeps
-    rec = batch.rollout(k * (n_frames - 1), record=("qpos", "qvel"))
+    qpos0, qvel0 = np.c_[states0[:, 4:7], states0[:, 0:4]], np.c_[states0[:, 10:13], states0[:, 7:10]]
+    rec = _batch.rollout(batch, qpos0, qvel0, k * (n_frames - 1), record=("qpos", "qvel"))
     qpos, qvel = rec["qpos"][:, k - 1 :: k], rec["qvel"][:, k - 1 :: k]
     after = np.concatenate([qpos[..., 3:7], qpos[..., 0:3], qvel[..., 3:6], qvel[..., 0:3]], -1)
     return np.concatenate([states0[:, None], after], 1)

@@ -55,11 +55,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import mujoco
-import mujoco.batch
 import numpy as np
 
+from . import _batch, _scenes, _strike
 from . import _geometry as geo
-from . import _scenes, _strike
 from ._mjx import mjx
 from ._types import Array, Bool, Float, Int
 
@@ -495,21 +494,15 @@ _releases = jax.jit(jax.vmap(release))
 _carries = jax.jit(jax.vmap(carry))
 
 
-def _batch(hs: HybridSim, params: np.ndarray, nthread: int, timestep: float | None = None):
+def _slide_batch(hs: HybridSim, params: np.ndarray, nthread: int, timestep: float | None = None):
     m = hs.sim.mj_slide_model()
     if timestep is not None:
         m.opt.timestep = timestep
-    batch = mujoco.batch.Batch(m, nsim=len(params), nthread=nthread)
-    hs.sim.space.apply_c(batch, hs.sim.slide_rows, params)
-    return batch
+    return _batch.make_batch(m, hs.sim.space, hs.sim.slide_rows, params, nsim=len(params), nthread=nthread)
 
 
 def _roll(batch, qpos, qvel, time, n: int, record=("qpos", "qvel")):
-    batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
-    batch.bind("qpos")[:] = qpos
-    batch.bind("qvel")[:] = qvel
-    batch.bind("time")[:] = time
-    return batch.rollout(n, record=record)
+    return _batch.rollout(batch, qpos, qvel, n, time=time, record=record)
 
 
 def hybrid_rollouts_c(
@@ -543,7 +536,7 @@ def hybrid_rollouts_c(
     strikes = np.asarray(strikes, np.float64)
     n = len(strikes)
     params = np.broadcast_to(np.asarray(params, np.float64), (n, hs.sim.space.size)).copy()
-    batch = _batch(hs, params, nthread)
+    batch = _slide_batch(hs, params, nthread)
     q0, v0 = (np.asarray(a, np.float64) for a in _strike._initial_states(hs.sim, jnp.asarray(strikes)))
     rec = _roll(batch, q0, v0, 0.0, hs.n_approach - 1)
     qs = np.concatenate([q0[:, None], rec["qpos"]], axis=1)  # state j at index j
@@ -570,7 +563,7 @@ def hybrid_rollouts_c(
     left = hs.n_steps - kk - hs.n_window  # steps at dt from release until every world is past release
     rec = _roll(batch, q_r, v_r, (kk + hs.n_window) * hs.dt, int(left.max()))
     q_s, v_s = rec["qpos"][rows, left - 1], rec["qvel"][rows, left - 1]
-    after = _batch(hs, params, nthread, timestep=hs.dt_after)
+    after = _slide_batch(hs, params, nthread, timestep=hs.dt_after)
     q_end = _roll(after, q_s, v_s, hs.n_steps * hs.dt, hs.n_after, record=("qpos",))["qpos"][:, -1]
     return HybridResult(
         rest_pose=np.asarray(_strike._block_poses(jnp.asarray(q_end)), np.float64),

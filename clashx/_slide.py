@@ -261,8 +261,9 @@ def fit_slides(
         return s, p
 
     r, jac = system(states, params)
-    cost, lam, done = float(r @ r), 1e-3, 0
-    for done in range(1, iterations + 1):
+    cost, lam, taken = float(r @ r), 1e-3, 0
+    for it in range(1, iterations + 1):
+        taken = it
         jtj, jtr = jac.T @ jac, jac.T @ r
         improved = False
         for _ in range(8):
@@ -284,4 +285,4 @@ def fit_slides(
     cov = np.linalg.pinv(jac.T @ jac) * max(chi2, 1.0)
     state_cov = np.stack([cov[6 * i : 6 * i + 6, 6 * i : 6 * i + 6] for i in range(n)])
     std = {name: float(np.sqrt(max(cov[6 * n + a, 6 * n + a], 0.0))) for a, name in enumerate(free)}
-    return SlideFit(states, state_cov, params, std, chi2, done)
+    return SlideFit(states, state_cov, params, std, chi2, taken)

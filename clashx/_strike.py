@@ -20,16 +20,16 @@ functions on numpy arrays around `mujoco.batch.Batch` rollouts.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import mujoco
-import mujoco.batch
 import numpy as np
 
+from . import _batch, _scenes
 from . import _geometry as geo
-from . import _scenes
 from ._mjx import mjx
 from ._params import Layout, ParamSpace, strike_space
 from ._types import Array, Bool, Float
@@ -381,7 +381,7 @@ _parked = jax.jit(jax.vmap(parked))
 def simulate_strikes_c(
     sim: StrikeSim,
     strikes: Float[np.ndarray, "batch 3"],
-    params: Float[np.ndarray, "batch 3"],
+    params: Float[np.ndarray, "batch p"],
     *,
     to_rest: bool = True,
     nthread: int = 0,
@@ -401,24 +401,58 @@ def simulate_strikes_c(
     Returns:
         A `StrikeEvent` of numpy arrays with a leading batch axis.
     """
+    params = np.asarray(params, np.float64)
+    c = contact_phase_c(sim, strikes, params, nthread=nthread)
+    if to_rest:
+        n_steps = np.ceil((MAX_TIME - c.t_end) / sim.settings.dt_slide - 1e-9).astype(int)
+        rec = slide_c(sim, params, c.q_end, c.v_end, c.t_end, int(n_steps.max()), nthread)
+        q_end = rec[np.arange(len(rec)), n_steps - 1]
+    else:
+        q_end = c.q_end
+    return StrikeEvent(
+        post_velocity=c.post_velocity,
+        release_pose=c.release_pose,
+        t_touch=c.t_touch,
+        t_release=c.t_release,
+        touched=c.touched,
+        rest_pose=np.asarray(_block_poses(jnp.asarray(q_end))),
+    )
+
+
+class ContactRecord(NamedTuple):
+    """`contact_phase_c`'s result: the event's parts, the state the slide starts from, the recorded states.
+
+    Attributes:
+        post_velocity, release_pose, t_touch, t_release, touched: as in `StrikeEvent`.
+        q_end, v_end, t_end: (n, 10), (n, 9), (n,): the first recorded state at or after release.
+        qpos: (n, n_contact + 1, 10): the states at t = 0, dt, ..., n_contact·dt (dt = dt_contact).
+    """
+
+    post_velocity: np.ndarray
+    release_pose: np.ndarray
+    t_touch: np.ndarray
+    t_release: np.ndarray
+    touched: np.ndarray
+    q_end: np.ndarray
+    v_end: np.ndarray
+    t_end: np.ndarray
+    qpos: np.ndarray
+
+
+def contact_phase_c(sim: StrikeSim, strikes, params, *, nthread: int = 0) -> ContactRecord:
+    """The contact phase of a batch of strikes on MuJoCo C (the rule of `contact_phase`), states kept."""
     strikes = np.asarray(strikes, np.float64)
     params = np.asarray(params, np.float64)
     n = len(strikes)
-    m = sim.mj_model(touch_sensor=True)
-    batch = mujoco.batch.Batch(m, nsim=n, nthread=nthread)
-    sim.space.apply_c(batch, sim.rows, params)
-    qpos0, qvel0 = _initial_states(sim, jnp.asarray(strikes))
-    batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
-    batch.bind("qpos")[:] = np.asarray(qpos0)
-    batch.bind("qvel")[:] = np.asarray(qvel0)
-    batch.bind("time")[:] = 0.0
-    rec = batch.rollout(sim.n_contact, record=("qpos", "qvel", "sensordata"))
+    qpos0, qvel0 = (np.asarray(a) for a in _initial_states(sim, jnp.asarray(strikes)))
+    batch = _batch.make_batch(sim.mj_model(touch_sensor=True), sim.space, sim.rows, params, nsim=n, nthread=nthread)
+    rec = _batch.rollout(batch, qpos0, qvel0, sim.n_contact, record=("qpos", "qvel", "sensordata"))
     # the touch sensor: found, dist, normal of the deepest contact of the collision pass on state k
     found = rec["sensordata"][:, :, 0] > 0
     k = np.where(found.any(axis=1), found.argmax(axis=1), 0)
     rows = np.arange(n)
     sens = rec["sensordata"][rows, k]
-    v_before = np.where((k > 0)[:, None], rec["qvel"][rows, np.maximum(k - 1, 0)], np.asarray(qvel0))  # state k
+    v_before = np.where((k > 0)[:, None], rec["qvel"][rows, np.maximum(k - 1, 0)], qvel0)  # state k
     closing = np.abs(np.sum(np.c_[v_before[:, 6:8], np.zeros(n)] * sens[:, 2:5], axis=1))
     a = np.clip(k + sim.n_window - 2, 0, sim.n_contact - 1)  # record j holds state j + 1
     b = np.clip(k + sim.n_window - 1, 0, sim.n_contact - 1)
@@ -433,27 +467,21 @@ def simulate_strikes_c(
         rec["qpos"][rows, b],
         rec["qvel"][rows, b],
     )
-    q_rel, v_rel = rec["qpos"][rows, b], rec["qvel"][rows, b]
-    t_end = (k + sim.n_window) * sim.settings.dt_contact
-    q_end = _slide_c(sim, params, q_rel, v_rel, t_end, nthread) if to_rest else q_rel
-    return StrikeEvent(
+    return ContactRecord(
         post_velocity=np.asarray(post, np.float64),
         release_pose=np.asarray(pose, np.float64),
         t_touch=np.asarray(t_touch, np.float64),
         t_release=np.asarray(t_release, np.float64),
         touched=np.asarray(touched),
-        rest_pose=np.asarray(_block_poses(jnp.asarray(q_end))),
+        q_end=rec["qpos"][rows, b],
+        v_end=rec["qvel"][rows, b],
+        t_end=(k + sim.n_window) * sim.settings.dt_contact,
+        qpos=np.concatenate([qpos0[:, None], rec["qpos"]], 1),
     )
 
 
-def _slide_c(sim: StrikeSim, params, q_rel, v_rel, t_start, nthread: int) -> np.ndarray:
+def slide_c(sim: StrikeSim, params, q_rel, v_rel, t_start, n_steps: int, nthread: int = 0) -> np.ndarray:
+    """Slide released blocks (striker parked) `n_steps` steps of dt_slide on MuJoCo C; returns every qpos (n, n_steps, 10)."""
     qp, qv = _parked(jnp.asarray(q_rel), jnp.asarray(v_rel))
-    batch = mujoco.batch.Batch(sim.mj_slide_model(), nsim=len(q_rel), nthread=nthread)
-    sim.space.apply_c(batch, sim.slide_rows, params)
-    batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
-    batch.bind("qpos")[:] = np.asarray(qp)
-    batch.bind("qvel")[:] = np.asarray(qv)
-    batch.bind("time")[:] = t_start
-    n_steps = np.ceil((MAX_TIME - t_start) / sim.settings.dt_slide - 1e-9).astype(int)
-    rec = batch.rollout(int(n_steps.max()), record=("qpos",))["qpos"]
-    return rec[np.arange(len(rec)), n_steps - 1]
+    batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=len(q_rel), nthread=nthread)
+    return _batch.rollout(batch, np.asarray(qp), np.asarray(qv), n_steps, time=t_start)["qpos"]

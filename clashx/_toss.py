@@ -66,10 +66,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import mujoco
-import mujoco.batch
 import numpy as np
 
-from . import _scenes
+from . import _batch, _scenes
 from ._mjx import mjx
 from ._params import ParamSpace, cube_space
 from ._types import Array, Bool, Float, PRNGKeyArray
@@ -431,12 +430,7 @@ def simulate_tosses_c(
     states0 = np.asarray(initial_states, np.float64)
     params = np.asarray(params, np.float64)
     n = len(states0)
-    m = sim.mj_model(touch_sensor=True)
-    # Not persistent=True: a persistent pool kept each call's batch alive (RSS grew ~80 MB per 1k
-    # tosses, so a 393k-toss `clashx generate` was killed for memory); without it RSS stays flat
-    # and a 2048-toss call is no slower (1.32 s vs 1.55 s measured).
-    batch = mujoco.batch.Batch(m, nsim=n, nthread=nthread)
-    sim.space.apply_c(batch, sim.rows, params)
+    batch = _batch.make_batch(sim.mj_model(touch_sensor=True), sim.space, sim.rows, params, nsim=n, nthread=nthread)
     batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
     batch.bind("qpos")[:] = np.c_[states0[:, 4:7], states0[:, 0:4]]
     batch.bind("qvel")[:] = np.c_[states0[:, 10:13], states0[:, 7:10]]

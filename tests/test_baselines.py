@@ -15,7 +15,7 @@ from clashx._generate import sample_strikes
 from clashx._metrics import relative_error
 
 SHAPE = "square"
-TRUE_PARAMS = np.array([0.4, 0.3, 0.8])  # μ1, μ2, e1 of the synthetic events
+TRUE_CONTACT = {"mu1": 0.4, "mu2": 0.3, "e1": 0.8}  # the synthetic events' (μ1, μ2, e1); the rest nominal
 # CMA-ES (16 × 30) on noise-free events: the loss is piecewise smooth with jumps (contacts appear and
 # vanish), so the search lands near the truth, not on it; within 6 % of each prior range, fit loss < 1e-3.
 CMA_UNIT_TOL = 0.06
@@ -34,17 +34,25 @@ def synthetic(strike_sims):
     """10 strikes from the prior with their MuJoCo C velocities at TRUE_PARAMS (no noise)."""
     sim = strike_sims(SHAPE)
     strikes = np.asarray(sample_strikes(10, key=jax.random.PRNGKey(1)), np.float64)
-    return sim, strikes, bl.predict_c(sim, strikes, TRUE_PARAMS)
+    return sim, strikes, bl.predict_c(sim, strikes, _true(sim))
+
+
+def _true(sim):
+    return sim.space.vector(**TRUE_CONTACT)
 
 
 def test_cmaes_recovers_known_parameters(synthetic):
     sim, strikes, velocities = synthetic
-    res = bl.identify_cmaes(sim, strikes, velocities, key=jax.random.PRNGKey(0), population=16, generations=30)
-    unit_err = np.abs(np.asarray(sim.space.to_unit(res.params)) - np.asarray(sim.space.to_unit(TRUE_PARAMS)))
+    free = tuple(TRUE_CONTACT)
+    res = bl.identify_cmaes(
+        sim, strikes, velocities, key=jax.random.PRNGKey(0), population=16, generations=30, free=free,
+        base=_true(sim),
+    )  # fmt: skip
+    unit_err = np.abs(np.asarray(sim.space.to_unit(res.params)) - np.asarray(sim.space.to_unit(_true(sim))))
     assert res.loss < CMA_LOSS_TOL
     assert np.all(unit_err < CMA_UNIT_TOL), (res.params, unit_err)
     assert res.evaluations == 16 * 30 * 10
-    assert sim.space.check(res.params).shape == (3,)  # inside the prior box
+    assert sim.space.check(res.params).shape == (sim.space.size,)  # inside the prior box
     # the reported loss is the loss of the reported parameters
     pred = bl.predict_c(sim, strikes, res.params)
     assert float(bl.relative_mse(pred, velocities, geo.characteristic_length(SHAPE))) == pytest.approx(
@@ -57,17 +65,19 @@ def test_mjx_forward_mode_jacobian_matches_finite_difference(strike_sims):
     with jax.enable_x64(True):
         sim = bl.as_float64(strike_sims(SHAPE))
         strikes = jnp.array([[math.pi / 3, 0.1, 0.5]])
-        params = jnp.array([0.5, 0.5, 1.0])
+        p = sim.space.size
+        params = jnp.asarray(sim.space.vector(com_x=0.002, torsion=0.01))
         v, jac = bl.mjx_velocity_jacobian(sim, strikes, params)
-        assert jac.dtype == jnp.float64 and jac.shape == (1, 3, 3)
-        for j in range(3):
-            e = jnp.zeros(3).at[j].set(FD_STEP)
+        assert jac.dtype == jnp.float64 and jac.shape == (1, 3, p)
+        span = np.array(sim.space.high) - np.array(sim.space.low)
+        for j in range(p):
+            e = jnp.zeros(p).at[j].set(FD_STEP * span[j])
             fd = (
                 bl.mjx_velocity_jacobian(sim, strikes, params + e)[0]
                 - bl.mjx_velocity_jacobian(sim, strikes, params - e)[0]
             )
-            fd = np.asarray(fd[0]) / (2 * FD_STEP)
-            col = np.asarray(jac[0, :, j])
+            fd = np.asarray(fd[0]) / (2 * FD_STEP)  # per unit of the prior range, as col
+            col = np.asarray(jac[0, :, j]) * span[j]  # per unit of the prior range
             tol = FD_REL_TOL * np.abs(col).max() + FD_ABS_TOL
             assert np.all(np.abs(col - fd) <= tol), (sim.space.names[j], col, fd)
         assert np.all(np.isfinite(v)) and np.linalg.norm(v) > 0.1  # the striker touched the block
@@ -81,7 +91,7 @@ def test_mlp_and_residual_fit_their_training_data(synthetic):
     err = np.asarray(relative_error(bl.predict_mlp(mlp, strikes), velocities, length))
     assert np.median(err) < MLP_FIT_TOL, err
 
-    base = bl.predict_c(sim, strikes, bl.NOMINAL_PARAMS)
+    base = bl.predict_c(sim, strikes, bl.nominal_params(sim))
     scale = float(np.sqrt(np.mean(np.sum((velocities * [1, 1, length]) ** 2, -1))))
     res = bl.train_velocity_mlp(
         strikes, velocities - base, length, key=jax.random.PRNGKey(1), scale=scale, config=config
