@@ -124,9 +124,12 @@ def _cmd_identify(a: argparse.Namespace) -> int:
 
     check_output(a.out, "--out")
     r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
+    if "stages" in r:
+        g = r["stages"]["ground"]
+        print(f"ground (slides): mu2 = {g['mu2']:.4f} ± {g['mu2_std']:.4f} ({g['from']})")
     for name in r["params"]:
-        print(f"{name:>8} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
-    print(f"fit loss {r['loss']:.5f} on {len(r['rows'])} events, {r['time_s']:.2f} s -> {a.out}")
+        print(f"{name:>10} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
+    print(f"fit loss {r['loss']:.5f} on {len(r['rows'])} strikes, {r['time_s']:.1f} s -> {a.out}")
     return 0
 
 
@@ -243,19 +246,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the validation metrics here")
     p.set_defaults(func=_cmd_pretrain)
 
-    q = sub.add_parser("identify", help="contact parameters from real events through the frozen surrogate")
-    q.add_argument("--model", required=True, help="run folder of a pretrained surrogate")
-    q.add_argument("--real", required=True, help="event file (e.g. from `clashx ingest`)")
-    q.add_argument("--select", default="0:10", help="rows to fit on: 0:10 or 0,4,9 (default 0:10)")
+    q = sub.add_parser(
+        "identify",
+        help="the parameters from real strikes: a recording's tracks (two stages) or an event file, through the surrogate",
+    )
+    q.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
+    q.add_argument("--real", required=True, help="strike recording (tracks) or event file (e.g. from `clashx ingest`)")
+    q.add_argument("--select", help="rows to fit on: 0:10 or 0,4,9 (default: every touched strike)")
     q.add_argument("--out", required=True, help="PARAMS.json to write")
-    q.add_argument("--starts", type=int, default=64, help="starting points optimised together")
+    q.add_argument("--starts", type=int, default=16, help="starting points optimised together (default 16)")
     q.add_argument("--seed", type=int, default=0)
     q.set_defaults(func=_cmd_identify)
 
-    f = sub.add_parser("finetune", help="fine-tune the surrogate on real events, early-stopped by cross-validation")
-    f.add_argument("--model", required=True)
-    f.add_argument("--real", required=True)
-    f.add_argument("--select", default="0:10")
+    f = sub.add_parser(
+        "finetune",
+        help="fine-tune the surrogate on real strikes (recording or events), early-stopped by cross-validation",
+    )
+    f.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
+    f.add_argument("--real", required=True, help="strike recording (tracks) or event file")
+    f.add_argument("--select", help="rows to fine-tune on (default: every touched strike)")
     f.add_argument("--params", required=True, help="PARAMS.json from `clashx identify`")
     f.add_argument("--out", required=True, help="run folder of the fine-tuned surrogate")
     f.add_argument("--lr", type=float, default=3e-4)
@@ -272,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=_cmd_finetune)
 
     e = sub.add_parser("evaluate", help="α-accuracy of a surrogate on events, with the α-curve as a PNG")
-    e.add_argument("--model", required=True)
+    e.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
     e.add_argument("--real", required=True)
     e.add_argument("--params", help="PARAMS.json (default: the parameters a fine-tuned run was trained with)")
     e.add_argument("--select", help="rows to score (default: all)")
@@ -282,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_cmd_evaluate)
 
     r = sub.add_parser("predict", help="per-event predictions of a surrogate (row order of EVENTS)")
-    r.add_argument("--model", required=True)
+    r.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
     r.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own)")
     r.add_argument("--events", required=True)
     r.add_argument("--out", required=True, help="PRED.npz: post_velocity (n, 3), strike, params")
@@ -291,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     o = sub.add_parser(
         "optimize", help="the strike that brings the block to a target pose (CMA-ES over hybrid rollouts)"
     )
-    o.add_argument("--model", required=True, help="run folder of a (fine-tuned) surrogate")
+    o.add_argument("--model", help="run folder of a (fine-tuned) surrogate (default: the one shipped for --shape)")
     o.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own parameters)")
     o.add_argument("--shape", required=True, choices=geo.SHAPES)
     o.add_argument("--start", default="0,0,0", help="block start pose x,y,yaw (m, m, rad), e.g. -0.1,0,0")

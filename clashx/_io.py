@@ -155,8 +155,20 @@ def _load_error(path: str, meta_file: str, retrain: str, why: str) -> str:
 
 
 def check_space(run_dir: str | os.PathLike, meta: dict, space) -> None:
-    """Raise a ValueError if a saved model is conditioned on another parameter space than `space` (None: any)."""
-    if space is None or space.describe() == meta["param_space"]:
+    """Raise a ValueError if a saved model is conditioned on another parameter space than `space` (None: any).
+
+    Spaces are compared as `ParamSpace`s, so an older file's description (without the
+    targets' kind and mode, or the nominal values) matches the same space today.
+    """
+    if space is None:
+        return
+    saved_space = type(space).from_description(meta["param_space"])
+    if (
+        saved_space.names == space.names
+        and saved_space.low == space.low
+        and saved_space.high == space.high
+        and (saved_space.targets == space.targets and saved_space.log_scale == space.log_scale)
+    ):
         return
     saved, want = meta["param_space"], space.describe()
     raise ValueError(

@@ -403,8 +403,9 @@ def identify_from_rest(
     generations: int = 15,
     std_init: float = 0.15,
     yaw_weight: float = 0.035,
+    free: tuple[str, ...] | None = None,
 ) -> tuple[np.ndarray, float]:
-    """Contact parameters refit on observed rest poses, by CMA-ES from a first estimate.
+    """Parameters refit on observed rest poses, by CMA-ES from a first estimate.
 
     The second stage of identification for tasks that end at rest
     (`cmaes_in_box` over the unit cube of the prior, started at `params0`):
@@ -420,6 +421,7 @@ def identify_from_rest(
         key: PRNG key.
         population, generations, std_init: CMA-ES settings (step size in units of the prior's ranges).
         yaw_weight: metres per radian of yaw error.
+        free: names of the parameters refit (default: all); the others keep `params0`.
 
     Returns:
         (params, loss): the best candidate seen (the start counts) and its loss (m).
@@ -427,14 +429,21 @@ def identify_from_rest(
     strikes = np.asarray(strikes, np.float64)
     rest = jnp.asarray(rest, jnp.float32)
     n = len(strikes)
+    cols = [space.index(name) for name in (free if free is not None else space.names)]
+    u_all = np.clip(np.asarray(space.to_unit(jnp.asarray(params0, jnp.float32)), np.float64), 0.0, 1.0)
+
+    def full(u: np.ndarray) -> np.ndarray:
+        out = np.tile(u_all, (len(u), 1))
+        out[:, cols] = u
+        return out
 
     def losses(u: np.ndarray) -> np.ndarray:
-        phys = np.asarray(space.from_unit(jnp.asarray(u)), np.float64)
+        phys = np.asarray(space.from_unit(jnp.asarray(full(u))), np.float64)
         poses = np.asarray(rest_of(np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0))).reshape(len(u), n, 3)
         pos, yaw = pose_error(jnp.asarray(poses, jnp.float32), rest[None])
         return np.asarray(jnp.mean(pos + yaw_weight * yaw, axis=1))
 
-    u0 = np.clip(np.asarray(space.to_unit(jnp.asarray(params0, jnp.float32)), np.float64), 0.0, 1.0)
+    u0 = u_all[cols]
     u, loss, _ = cmaes_in_box(
         losses,
         u0,
@@ -444,4 +453,4 @@ def identify_from_rest(
         std_init=std_init,
         best=(u0, float(losses(u0[None])[0])),
     )
-    return np.asarray(space.from_unit(jnp.asarray(u, jnp.float32)), np.float64), loss
+    return np.asarray(space.from_unit(jnp.asarray(full(np.asarray(u)[None])[0], jnp.float32)), np.float64), loss

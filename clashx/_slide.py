@@ -19,8 +19,10 @@ space by central differences (one batch of rollouts for all of them).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import _batch
@@ -286,3 +288,77 @@ def fit_slides(
     state_cov = np.stack([cov[6 * i : 6 * i + 6, 6 * i : 6 * i + 6] for i in range(n)])
     std = {name: float(np.sqrt(max(cov[6 * n + a, 6 * n + a], 0.0))) for a, name in enumerate(free)}
     return SlideFit(states, state_cov, params, std, chi2, taken)
+
+
+def strike_tracks_c(
+    sim: StrikeSim,
+    strikes: np.ndarray,
+    params: np.ndarray,
+    times: Sequence[np.ndarray],
+    start_poses: np.ndarray,
+    *,
+    nthread: int = 0,
+) -> list[np.ndarray]:
+    """Whole strikes on MuJoCo C, sampled like recordings: the block's pose at given times after launch.
+
+    The contact phase (`_strike.contact_phase_c`, dt_contact) and then the
+    slide with the striker parked (dt_slide), both recorded, interpolated
+    linearly at `times`, and placed at each strike's start pose (the scene
+    strikes a block resting at the origin; the ground is the same everywhere).
+
+    Args:
+        sim: the strike scene.
+        strikes: (n, 3) strikes.
+        params: (n, p) or (p,) values of `sim.space`.
+        times: n arrays of sample times, s after launch (a recording's `t`).
+        start_poses: (n, 3) block poses (x, y, yaw) at launch, world.
+
+    Returns:
+        n arrays (len(times[i]), 3) of poses (x, y, unwrapped yaw), world.
+    """
+    from ._strike import block_pose, contact_phase_c, slide_c
+
+    strikes = np.asarray(strikes, np.float64)
+    n = len(strikes)
+    params = np.broadcast_to(np.asarray(params, np.float64), (n, sim.space.size))
+    c = contact_phase_c(sim, strikes, params, nthread=nthread)
+    dt_c, dt_s = sim.settings.dt_contact, sim.settings.dt_slide
+    t_last = max(float(np.max(t)) for t in times)
+    n_slide = max(int(np.ceil((t_last - float(np.min(c.t_end))) / dt_s)) + 2, 1)
+    q_slide = slide_c(sim, params, c.q_end, c.v_end, c.t_end, n_slide, nthread)
+    pose_of = jax.jit(jax.vmap(jax.vmap(block_pose)))
+    p_contact = np.asarray(pose_of(jnp.asarray(c.qpos)), np.float64)
+    p_slide = np.asarray(pose_of(jnp.asarray(q_slide)), np.float64)
+    origin = np.asarray(block_pose(sim.block_rest), np.float64)
+    out = []
+    for i in range(n):
+        k_end = int(round(c.t_end[i] / dt_c))
+        t_grid = np.concatenate([np.arange(k_end + 1) * dt_c, c.t_end[i] + dt_s * np.arange(1, n_slide + 1)])
+        poses = np.concatenate([p_contact[i, : k_end + 1], p_slide[i]])
+        poses[:, 2] = np.unwrap(poses[:, 2])
+        local = poses - origin
+        at = np.stack([np.interp(times[i], t_grid, local[:, j]) for j in range(3)], -1)
+        out.append(to_world(at, np.asarray(start_poses[i], np.float64)))
+    return out
+
+
+def slide_tracks(
+    recording: dict[str, Any], events: dict[str, np.ndarray], rows: np.ndarray
+) -> tuple[list[Track], np.ndarray]:
+    """Each strike's samples from release on, and a starting release state from its label and first samples."""
+    off = np.asarray(recording["offsets"])
+    t_all, pose_all = np.asarray(recording["t"], np.float64), np.asarray(recording["block_pose"], np.float64)
+    tracks, states = [], []
+    for i in rows:
+        t, pose = t_all[off[i] : off[i + 1]], pose_all[off[i] : off[i + 1]]
+        t_rel = float(events["t_release"][i])
+        keep = t >= t_rel - 1e-9
+        p = pose[keep].copy()
+        p[:, 2] = np.unwrap(p[:, 2])
+        tau = t[keep] - t_rel
+        v = events["post_velocity"][i]
+        c, s = np.cos(p[0, 2]), np.sin(p[0, 2])
+        v_world = np.array([c * v[0] - s * v[1], s * v[0] + c * v[1], v[2]])
+        tracks.append(Track(tau, p))
+        states.append(np.r_[v, p[0] - v_world * tau[0]])
+    return tracks, np.asarray(states)

@@ -265,3 +265,20 @@ def window_displacement(
     dx, dy = release_pose[..., 0] - start_pose[..., 0], release_pose[..., 1] - start_pose[..., 1]
     dyaw = jnp.remainder(release_pose[..., 2] - start_pose[..., 2] + jnp.pi, 2 * jnp.pi) - jnp.pi
     return jnp.stack([c * dx + s * dy, -s * dx + c * dy, dyaw], -1)
+
+
+def shipped_surrogate(shape: str) -> Surrogate:
+    """The pretrained surrogate of `shape` shipped in `clashx/data/strike_surrogate/` (how it was made: its README.md)."""
+    from ._data import data_path
+
+    geo.check_shape(shape)
+    return load_surrogate(data_path(f"strike_surrogate/{shape}/{META_FILE}").parent, shape=shape)
+
+
+def load_or_shipped(run_dir: str | os.PathLike | None, shape: str | None) -> Surrogate:
+    """`load_surrogate(run_dir)` if a run folder is given, else the shipped surrogate of `shape`."""
+    if run_dir:
+        return load_surrogate(run_dir, shape=shape)
+    if shape is None:
+        raise ValueError("no surrogate given: pass --model RUN (or the shape, to use the shipped one)")
+    return shipped_surrogate(shape)

@@ -1,4 +1,10 @@
-"""File-level steps behind the CLI: identify, fine-tune, evaluate and predict from event files.
+"""File-level steps behind the CLI: identify, fine-tune, evaluate and predict from event files or recordings.
+
+`--real` takes either an event file (`clashx ingest`, `clashx generate`, yours)
+or a strike recording (the lab's tracks, `clashx._ingest` format): a
+recording is ingested on the fly, and `clashx identify` then runs the whole
+two-stage identification on its tracks (`clashx._lab_fit`).  Without
+`--model`, the surrogate shipped for the data's block shape is used.
 
 Each function takes paths and plain values, reads and validates the inputs
 (errors name the file, row and fix), calls the functional core, and writes
@@ -18,11 +24,12 @@ import numpy as np
 
 from . import _geometry as geo
 from . import _metrics
-from ._events import atomic_savez, load_events, n_events
+from ._events import atomic_savez, load_events, n_events, read_npz
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
+from ._ingest import ingest_strike_lab
 from ._io import write_json as write_json
-from ._surrogate import Surrogate, load_surrogate, predict, save_surrogate
+from ._surrogate import Surrogate, load_or_shipped, predict, save_surrogate
 
 
 def parse_select(text: str, n: int, where: str) -> np.ndarray:
@@ -58,9 +65,28 @@ def parse_select(text: str, n: int, where: str) -> np.ndarray:
     return rows
 
 
+def is_recording(path: str) -> bool:
+    """Whether `path` is a strike recording (tracks) rather than an event file; raises for an unreadable file."""
+    raw = read_npz(path, ".npz event file or strike recording")
+    return "block_pose" in raw and "offsets" in raw
+
+
+def read_real(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """(strike events, the recording or None) of `path`: an event file as it is, a recording ingested."""
+    if is_recording(path):
+        raw = read_npz(path, "strike recording")
+        return ingest_strike_lab(raw, where=path), raw
+    return load_events(path, scene="strike"), None
+
+
+def data_shape(path: str) -> str:
+    """The block shape of an event file or recording."""
+    return str(read_npz(path, ".npz event file or strike recording")["shape"])
+
+
 def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Strikes, observed velocities and row numbers of the selected touched events of a strike event file."""
-    ev = load_events(path, scene="strike")
+    """Strikes, observed velocities and row numbers of the selected touched events of an event file or recording."""
+    ev, _ = read_real(path)
     if str(ev["shape"]) != shape:
         raise ValueError(f"{path}: events of the {str(ev['shape'])!r} block; the model is for {shape!r}")
     usable = ev["touched"] & np.isfinite(ev["post_velocity"]).all(1)
@@ -117,44 +143,79 @@ def read_params(path: str, model: Surrogate) -> np.ndarray:
     return model.space.check(p, what=path)
 
 
-def run_identify(model_dir: str, real: str, select: str, out: str, *, seed: int = 0, n_starts: int = 64) -> dict:
-    """`clashx identify`: fit the parameters on the selected events, write PARAMS.json; returns its content."""
+def _model_for(model_dir: str | None, real: str) -> Surrogate:
+    return load_or_shipped(model_dir, data_shape(real))
+
+
+def _model_name(model_dir: str | None, model: Surrogate) -> str:
+    return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape})"
+
+
+def run_identify(
+    model_dir: str | None, real: str, select: str | None, out: str, *, seed: int = 0, n_starts: int = 16
+) -> dict:
+    """`clashx identify`: fit the parameters on the selected strikes, write PARAMS.json; returns its content.
+
+    On an event file: `clashx.identify` on its velocities (all parameters,
+    the priors of `LabFitConfig`).  On a recording: the two-stage
+    identification of `clashx._lab_fit` on its tracks (ground from the
+    slides, impact through the surrogate, joint refinement).
+    """
     if n_starts < 1:
-        raise ValueError(f"--starts {n_starts}: need at least one starting point (default 64)")
-    model = load_surrogate(model_dir)
+        raise ValueError(f"--starts {n_starts}: need at least one starting point (default 16)")
+    model = _model_for(model_dir, real)
     strikes, vel, rows = load_real(real, select, model.shape)
     t0 = time.perf_counter()
-    res = jax.block_until_ready(identify(model, strikes, vel, key=jax.random.PRNGKey(seed), n_starts=n_starts))
-    elapsed = time.perf_counter() - t0
+    key = jax.random.PRNGKey(seed)
+    extra = {}
+    if is_recording(real):
+        from ._lab_fit import LabFitConfig, fit_recording
+        from ._strike import make_strike_sim
+
+        raw = read_npz(real, "strike recording")
+        config = LabFitConfig(n_starts=n_starts, finetune=None)
+        sim = make_strike_sim(model.shape, space=model.space)
+        fit = fit_recording(model, sim, raw, where=real, rows=rows, key=key, config=config)
+        params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
+        extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
+    else:
+        from ._lab_fit import LabFitConfig
+
+        prior = dict(LabFitConfig().prior_std)
+        res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
+        params, std, loss = np.asarray(res.params), np.asarray(res.std), float(res.loss)
     names = model.space.names
     out_obj = {
         "shape": model.shape,
-        "params": dict(zip(names, np.asarray(res.params, float).tolist(), strict=True)),
-        "std": dict(zip(names, np.asarray(res.std, float).tolist(), strict=True)),
-        "loss": float(res.loss),
+        "params": dict(zip(names, np.asarray(params, float).tolist(), strict=True)),
+        "std": dict(zip(names, np.asarray(std, float).tolist(), strict=True)),
+        "loss": float(loss),
         "events": os.path.abspath(real),
         "rows": rows.tolist(),
-        "model": os.path.abspath(model_dir),
+        "model": _model_name(model_dir, model),
         "seed": seed,
         "n_starts": n_starts,
-        "time_s": elapsed,
-    }
+        "time_s": time.perf_counter() - t0,
+    } | extra
     write_json(out, out_obj)
     return out_obj
 
 
 def run_finetune(
-    model_dir: str,
+    model_dir: str | None,
     real: str,
-    select: str,
+    select: str | None,
     params_path: str,
     out: str,
     *,
     seed: int = 0,
     config: FinetuneConfig | None = None,
 ) -> dict:
-    """`clashx finetune`: fine-tune on the selected events at the given parameters, write the run RUN2."""
-    model = load_surrogate(model_dir)
+    """`clashx finetune`: fine-tune on the selected strikes (events or a recording's) at the given parameters.
+
+    Writes the run folder `out`; cross-validation holds out whole strikes.
+    """
+    model = _model_for(model_dir, real)
     params = read_params(params_path, model)
     strikes, vel, rows = load_real(real, select, model.shape)
     t0 = time.perf_counter()
@@ -163,15 +224,17 @@ def run_finetune(
     report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": rows.tolist()}
     save_surrogate(
         out, tuned,
-        extra={"finetune": report, "base_model": os.path.abspath(model_dir),
+        extra={"finetune": report, "base_model": _model_name(model_dir, model),
                "params": dict(zip(model.space.names, params.tolist(), strict=True))},
     )  # fmt: skip
     return report
 
 
-def _params_for(model_dir: str, model: Surrogate, params_path: str | None) -> np.ndarray:
+def _params_for(model_dir: str | None, model: Surrogate, params_path: str | None) -> np.ndarray:
     if params_path:
         return read_params(params_path, model)
+    if not model_dir:
+        raise ValueError("the shipped surrogate holds no identified parameters; pass --params PARAMS.json")
     with open(os.path.join(model_dir, "surrogate.json")) as f:
         meta = json.load(f)
     if "params" not in meta:
@@ -180,7 +243,7 @@ def _params_for(model_dir: str, model: Surrogate, params_path: str | None) -> np
 
 
 def run_evaluate(
-    model_dir: str,
+    model_dir: str | None,
     real: str,
     alpha: float,
     *,
@@ -191,7 +254,7 @@ def run_evaluate(
     """`clashx evaluate`: α-accuracy of the model's predictions against the events' velocities (+ α-curve PNG)."""
     if not (math.isfinite(alpha) and alpha > 0):
         raise ValueError(f"--alpha {alpha}: expected a positive relative error bound, e.g. 0.1 (10 %)")
-    model = load_surrogate(model_dir)
+    model = _model_for(model_dir, real)
     params = _params_for(model_dir, model, params_path)
     strikes, vel, rows = load_real(real, select, model.shape)
     pred = np.asarray(predict(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)))
@@ -209,7 +272,9 @@ def run_evaluate(
     if plot:
         alphas, acc = _metrics.alpha_curve(pred, vel, length)
         plot_alpha_curves(
-            {os.path.basename(os.path.normpath(model_dir)): (alphas, acc)}, plot, title=f"{model.shape}: {real}"
+            {os.path.basename(os.path.normpath(model_dir or "shipped")): (alphas, acc)},
+            plot,
+            title=f"{model.shape}: {real}",
         )
         result["plot"] = plot
     return result
@@ -241,9 +306,9 @@ def plot_alpha_curves(curves: dict, path: str, title: str = "") -> None:
     os.replace(tmp, path)
 
 
-def run_predict(model_dir: str, params_path: str | None, events: str, out: str) -> int:
+def run_predict(model_dir: str | None, params_path: str | None, events: str, out: str) -> int:
     """`clashx predict`: per-event predictions in the row order of EVENTS (missed strikes get NaN)."""
-    model = load_surrogate(model_dir)
+    model = _model_for(model_dir, events)
     params = _params_for(model_dir, model, params_path)
     ev = load_events(events, scene="strike")
     if str(ev["shape"]) != model.shape:
@@ -302,7 +367,7 @@ def check_reach(start: np.ndarray, target: np.ndarray, params: dict[str, float])
 
 
 def run_optimize(
-    model_dir: str,
+    model_dir: str | None,
     params_path: str | None,
     shape: str,
     start: np.ndarray,
@@ -323,7 +388,7 @@ def run_optimize(
 
     geo.check_shape(shape)
     engine = resolve_engine(engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
-    model = load_surrogate(model_dir)
+    model = load_or_shipped(model_dir, shape)
     if model.shape != shape:
         raise ValueError(f"{model_dir}: the surrogate is for the {model.shape!r} block, not --shape {shape!r}")
     params = _params_for(model_dir, model, params_path)
@@ -355,7 +420,7 @@ def run_optimize(
     out.update(
         shape=shape,
         engine=engine,
-        model=os.path.abspath(model_dir),
+        model=_model_name(model_dir, model),
         params=dict(zip(model.space.names, np.asarray(params, float).tolist(), strict=True)),
         population=config.population,
         generations=config.generations,

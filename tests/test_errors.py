@@ -18,7 +18,7 @@ from clashx._cli import main
 from clashx._workflow import max_reach, parse_select
 
 GEN = ["generate", "--scene", "strike", "--shape", "square", "--no-rest", "--chunk-size", "4"]
-PARAMS = {"mu1": 0.5, "mu2": 0.3, "e1": 1.0}
+PARAMS = dict(zip(clashx.strike_space().names, clashx.strike_space().vector(mu1=0.5, mu2=0.3, e1=1.0).tolist()))
 
 
 def _run(argv) -> int:
@@ -312,12 +312,12 @@ def test_random_bytes_are_not_an_event_file(files, tmp_path, capsys):
     assert "not a readable .npz event file" in err and "pickle" not in err
 
 
-def test_a_recording_where_events_belong_says_to_ingest_it(files, tmp_path, capsys):
-    rec = tmp_path / "rec.npz"
+def test_a_recording_too_small_to_identify_from_says_so(files, tmp_path, capsys):
+    """identify takes recordings (the two-stage pipeline); one touched strike is not enough, and it says so."""
+    rec, out = tmp_path / "rec.npz", tmp_path / "p.json"
     np.savez(rec, **_recording([True, False]))
-    m, p = files["model"], files["params"]
-    _fails(["evaluate", "--model", m, "--params", p, "--real", rec], capsys, "clashx ingest --source strike-lab")
-    _fails(["identify", "--model", m, "--real", rec, "--out", tmp_path / "p.json"], capsys, "clashx ingest")
+    _fails(["identify", "--model", files["model"], "--real", rec, "--out", out], capsys, str(rec))
+    assert not out.exists()
 
 
 def test_identify_needs_a_starting_point(files, tmp_path, capsys):

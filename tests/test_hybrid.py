@@ -125,7 +125,10 @@ def test_mjx_hybrid_matches_the_c_fallback_with_per_world_parameters(hybrid_sims
     d = np.linalg.norm(np.asarray(m.rest_pose)[:, :2] - c.rest_pose[:, :2], axis=1)
     assert d.max() < ENGINE_TOL_M, d
     # per-world parameters act per world: the same strike slides farther on less friction
-    two = _hybrid.hybrid_rollouts(hs, oracle, jnp.asarray(s[[0, 0]]), jnp.asarray([[0.5, 0.1, 1.0], [0.5, 0.9, 1.0]]))
+    sp = hs.sim.space
+    two = _hybrid.hybrid_rollouts(
+        hs, oracle, jnp.asarray(s[[0, 0]]), jnp.asarray([sp.vector(mu2=0.1), sp.vector(mu2=0.9)])
+    )
     reach = np.linalg.norm(np.asarray(two.rest_pose)[:, :2], axis=1)
     assert reach[0] > 2 * reach[1]
 
@@ -187,7 +190,7 @@ def test_gradient_through_a_hybrid_rollout_matches_finite_differences(hybrid_sim
 def test_cmaes_on_both_hybrid_engines_finds_the_same_strike(hybrid_sims):
     hs = hybrid_sims("square")
     sims = {("square", "hybrid"): hs}
-    params = np.array([0.5, 0.4, 1.0])
+    params = hs.sim.space.vector(mu2=0.4)
     reach = _hybrid.hybrid_rollouts_c(hs, LinearHandler(), np.array([[1.2, 0.05, 0.6]]), params).rest_pose[0]
     config = _optimize.MBOConfig(population=8, generations=12)
     key = jax.random.PRNGKey(0)
@@ -213,10 +216,12 @@ def test_start_frame_round_trip():
 
 def test_cli_optimize(tmp_path, capsys):
     model = clashx.make_surrogate(
-        "square", key=jax.random.PRNGKey(0), width=16, depth=1, out_mean=[0.0, -0.6, 0.0], out_std=[0.01, 0.01, 0.01]
+        "square", key=jax.random.PRNGKey(0), width=16, depth=1, out_mean=[0.0, -0.6, 0.0] * 2, out_std=[0.01] * 6
     )
     clashx.save_surrogate(tmp_path / "run", model)
-    (tmp_path / "p.json").write_text(json.dumps({"shape": "square", "params": {"mu1": 0.5, "mu2": 0.4, "e1": 1.0}}))
+    space = clashx.strike_space()
+    named = dict(zip(space.names, space.vector(mu2=0.4).tolist()))
+    (tmp_path / "p.json").write_text(json.dumps({"shape": "square", "params": named}))
     out = tmp_path / "opt.json"
     args = ["optimize", "--model", str(tmp_path / "run"), "--params", str(tmp_path / "p.json"), "--shape", "square"]
     rc = _cli.main(
@@ -244,21 +249,22 @@ def test_cli_optimize(tmp_path, capsys):
     assert "expected three numbers" in capsys.readouterr().err
     bad = ["optimize", "--model", str(tmp_path / "run"), "--params", str(tmp_path / "p.json"), "--shape", "triangle"]
     assert _cli.main([*bad, "--target", "0,0,0"]) == 2
-    assert "not --shape 'triangle'" in capsys.readouterr().err
+    assert "not 'triangle'" in capsys.readouterr().err
     assert not (tmp_path / "none.json").exists()
 
 
 def test_identify_from_rest_recovers_the_ground_friction(hybrid_sims):
     hs = hybrid_sims("square")
     strikes, _ = _draw(hs.sim, 8, seed=11)
-    truth = np.array([0.5, 0.3, 1.0])
+    sp = hs.sim.space
+    truth = sp.vector(mu2=0.3)
 
     def rest_of(s, p):
         return _hybrid.hybrid_rollouts_c(hs, LinearHandler(), s, p).rest_pose
 
-    rest = rest_of(strikes, np.broadcast_to(truth, (8, 3)))
+    rest = rest_of(strikes, np.broadcast_to(truth, (8, sp.size)))
     params, loss = _optimize.identify_from_rest(
-        rest_of, hs.sim.space, np.array([0.5, 0.7, 1.0]), strikes, rest, key=jax.random.PRNGKey(0)
+        rest_of, sp, sp.vector(mu2=0.7), strikes, rest, key=jax.random.PRNGKey(0), free=("mu1", "mu2", "e1")
     )
-    assert params[1] == pytest.approx(0.3, abs=0.03)
+    assert params[sp.index("mu2")] == pytest.approx(0.3, abs=0.03)
     assert loss < 1e-3

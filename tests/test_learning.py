@@ -158,8 +158,8 @@ def test_identify_recovers_known_parameters_deterministically():
     strikes = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (10, 3))
     true = lo + np.array([0.3, 0.6, 0.45, 0.5, 0.35, 0.7, 0.4, 0.55]) * (hi - lo)
     vel = np.asarray(clashx.predict(model, strikes, true))
-    a = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16, steps=400)
-    b = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16, steps=400)
+    a = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16)
+    b = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16)
     np.testing.assert_array_equal(np.asarray(a.params), np.asarray(b.params))
     assert np.all(np.abs(np.asarray(a.params) - true) <= IDENTIFY_TOL * (hi - lo)), (a.params, true)
     assert np.isfinite(np.asarray(a.std)).all() and float(a.loss) < 1e-4

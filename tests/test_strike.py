@@ -149,6 +149,7 @@ def test_semi_cylinder_pieces_make_the_lab_block(strike_sims):
 
 
 ONSET_TOL = 2e-5  # s
+SETTLE_TOL = 2e-4  # m: the block's settled sink into the soft floor (0.11 mm with the condim-4 floor contacts)
 
 
 def test_contact_onset_is_resolved_below_one_step(strike_sims):
@@ -157,8 +158,8 @@ def test_contact_onset_is_resolved_below_one_step(strike_sims):
     strikes = np.array([[np.pi / 2, 0.0, v] for v in (0.23, 0.37, 0.61)])
     params = np.tile(sim.space.vector(), (3, 1))
     ev = _strike.simulate_strikes_c(sim, strikes, params, to_rest=False)
-    rest_z = float(sim.block_rest[2])  # the settled block is a few µm lower; the striker flies level
-    assert abs(rest_z - geo.HEIGHT / 2) < 1e-4
+    rest_z = float(sim.block_rest[2])  # the settled block sits 0.11 mm into the soft floor; the striker flies level
+    assert abs(rest_z - geo.HEIGHT / 2) < SETTLE_TOL
     np.testing.assert_allclose(ev.t_touch, geo.GAP / strikes[:, 2], atol=ONSET_TOL)
     # a head-on push on the +y face sends the block along -y
     assert np.all(np.isfinite(ev.post_velocity)) and np.all(ev.post_velocity[:, 1] < 0)  # pushed along -y

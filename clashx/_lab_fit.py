@@ -1,0 +1,190 @@
+"""clashx's whole pipeline on a strike recording: tracks → labels → two-stage identification → fine-tuning.
+
+A recording (`clashx._ingest` format) holds every strike's motion-capture
+track.  `fit_recording` runs, in this order:
+
+1. **Labels.** Each touched strike's post-impact velocity from its track
+   (`clashx._ingest`, the stop-time slide fit with a file-level prior).
+2. **Stage 2 of HALO first: the ground, from the slides.** A block sliding
+   on a floor with Coulomb friction decelerates at μ2·g whatever its mass,
+   so the slides' deceleration pooled over the file (the labels' file-level
+   prior, robust to outliers) gives μ2 = a / g with its spread.  (Fitting the
+   ground through MuJoCo's own slide, `clashx._slide.fit_slides`, was tried:
+   on lab A its μ2 moved from 0.30 to 0.40 with the centre of mass it was
+   given, because MuJoCo's slide and spin-down are not the lab's; the
+   deceleration gave 0.28-0.30 on every file.)
+3. **Stage 1: the impact, through the surrogate.** Every parameter is
+   identified from the labels through the frozen surrogate
+   (`clashx.identify`), μ2 held at stage 2's value by a tight prior, the
+   block's mass and centre of mass and the time constant under a prior
+   around the drawing's values (`prior_std`).
+4. **Joint refinement.** Multistart again from stage 1, with μ2's prior
+   widened to stage 2's uncertainty (at least `min_slide_std` of its range);
+   the uncertainty per parameter is the Laplace estimate.
+5. **Fine-tuning** (`clashx.finetune`): early-stopped by cross-validation
+   that holds out whole strikes.
+
+Nothing here reads the lab's parameter file or `post_velocity_true`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from ._finetune import FinetuneConfig, finetune
+from ._identify import identify
+from ._ingest import ingest_strike_lab
+from ._strike import StrikeSim
+from ._surrogate import Surrogate
+from ._types import PRNGKeyArray
+
+
+@dataclasses.dataclass(frozen=True)
+class LabFitConfig:
+    """How `fit_recording` identifies and fine-tunes.
+
+    Attributes:
+        prior_std: Gaussian prior per parameter, in units of its prior range, around the nominal block.
+        stage1_slide_std: μ2's prior σ in stage 1 (units of its range): held at stage 2's value.
+        min_slide_std: floor of μ2's prior σ in the joint refinement (units of the range).
+        n_starts: identification starts.
+        iterations: Levenberg-Marquardt trials per start.
+        finetune: fine-tuning settings (None: skip it).
+    """
+
+    prior_std: tuple[tuple[str, float], ...] = (
+        ("mass", 0.3),
+        ("com_x", 0.3),
+        ("com_y", 0.3),
+        ("timeconst1", 0.5),
+        ("torsion", 0.3),
+    )
+    stage1_slide_std: float = 1e-3
+    min_slide_std: float = 0.01
+    n_starts: int = 12
+    iterations: int = 30
+    finetune: FinetuneConfig | None = FinetuneConfig()
+
+
+class LabFit(NamedTuple):
+    """What `fit_recording` returns.
+
+    Attributes:
+        params: (p,) identified values of the surrogate's space.
+        std: (p,) their one-sigma uncertainty.
+        model: the fine-tuned surrogate (the given one if fine-tuning took no step).
+        events: the ingested event dict of the recording (labels).
+        rows: the rows (strikes) used.
+        report: stages' results and timings, JSON-able.
+    """
+
+    params: np.ndarray
+    std: np.ndarray
+    model: Surrogate
+    events: dict[str, np.ndarray]
+    rows: np.ndarray
+    report: dict[str, Any]
+
+
+GRAVITY = 9.81  # m/s²
+
+
+def ground_friction(events: dict[str, np.ndarray]) -> tuple[float, float]:
+    """μ2 and its one-sigma from the slides: the file's pooled deceleration over g (Coulomb sliding).
+
+    Raises:
+        ValueError: the recording's slides were too short to pool a deceleration.
+    """
+    prior = json.loads(str(events["meta"]))["prior"]["deceleration"]
+    if prior is None:
+        raise ValueError(
+            "too few well-measured slides to read the ground's friction from (each needs a dozen samples "
+            "after release); record harder strikes or more of them"
+        )
+    mean, spread = prior
+    return float(mean) / GRAVITY, float(spread) / GRAVITY
+
+
+def _named(space, values) -> dict[str, float]:
+    return {n: float(v) for n, v in zip(space.names, np.asarray(values))}
+
+
+def fit_recording(
+    model: Surrogate,
+    sim: StrikeSim,
+    recording: dict[str, Any],
+    *,
+    where: str = "recording",
+    rows: np.ndarray | None = None,
+    key: PRNGKeyArray,
+    config: LabFitConfig | None = None,
+) -> LabFit:
+    """Identify the parameters and fine-tune the surrogate on the tracks of a strike recording.
+
+    Args:
+        model: the pretrained surrogate of the recording's shape.
+        sim: the strike scene of that shape (its slide model and space: the surrogate's).
+        recording: the recording's arrays (`clashx._ingest` format).
+        where: its name for messages.
+        rows: strikes to use (default: every touched one).
+        key: PRNG key (identification starts, fine-tuning folds).
+        config: `LabFitConfig`.
+
+    Returns:
+        A `LabFit`.
+    """
+    config = config or LabFitConfig()
+    if sim.space != model.space or sim.shape != model.shape:
+        raise ValueError(f"the surrogate ({model.shape}, {model.space.names}) and the scene ({sim.shape}) differ")
+    space = model.space
+    times = {}
+    t0 = time.perf_counter()
+    events = ingest_strike_lab(recording, where)
+    usable = np.flatnonzero(events["touched"] & np.isfinite(events["post_velocity"]).all(1))
+    rows = usable if rows is None else np.intersect1d(np.asarray(rows), usable)
+    if len(rows) < 2:
+        raise ValueError(f"{where}: {len(rows)} usable strike(s); the pipeline needs at least 2 touched strikes")
+    strikes, labels = events["strike"][rows], events["post_velocity"][rows]
+    times["ingest_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    mu2, mu2_std = ground_friction(events)
+    base = space.vector(mu2=float(np.clip(mu2, space.low[space.index("mu2")], space.high[space.index("mu2")])))
+    times["ground_s"] = time.perf_counter() - t0
+
+    k_stage1, k_joint, k_ft = jax.random.split(key, 3)
+    prior = dict(config.prior_std)
+    span_mu2 = space.high[space.index("mu2")] - space.low[space.index("mu2")]
+    t0 = time.perf_counter()
+    common = dict(n_starts=config.n_starts, iterations=config.iterations)
+    stage1 = identify(
+        model, strikes, labels, key=k_stage1, base=base, prior_std=prior | {"mu2": config.stage1_slide_std}, **common
+    )
+    joint_prior = prior | {"mu2": max(mu2_std / span_mu2, config.min_slide_std)}
+    joint = identify(
+        model, strikes, labels, key=k_joint, base=np.asarray(stage1.params), prior_std=joint_prior, **common
+    )
+    times["identify_s"] = time.perf_counter() - t0
+    params = np.asarray(joint.params, np.float64)
+
+    tuned, ft_report = model, {"steps": 0, "reason": "fine-tuning skipped (config.finetune is None)"}
+    t0 = time.perf_counter()
+    if config.finetune is not None:
+        tuned, ft_report = finetune(model, strikes, labels, params, key=k_ft, config=config.finetune)
+    times["finetune_s"] = time.perf_counter() - t0
+
+    report = {
+        "rows": rows.tolist(),
+        "ground": {"mu2": mu2, "mu2_std": mu2_std, "from": "pooled slide deceleration / g"},
+        "stage1": {"params": _named(space, stage1.params), "loss": float(stage1.loss)},
+        "joint": {"params": _named(space, params), "std": _named(space, joint.std), "loss": float(joint.loss)},
+        "finetune": {k: v for k, v in ft_report.items() if k != "cv_curve"},
+        "times": times | {"total_s": sum(times.values())},
+    }
+    return LabFit(params, np.asarray(joint.std, np.float64), tuned, events, rows, report)
