@@ -11,16 +11,20 @@ Timing: the same CMA-ES job (population, generations, seed, targets) on
 and, for reference, mujoco_c_two_phase: full contact at 1 ms until release, 4 ms after (what `clashx
 generate` runs).  MJX compile time is reported apart (a first job compiles; the timed jobs reuse it).
 
-Lab errors: for each shape, ten fit strikes (`--fit`, or `strike_lab.py --random 10 --seed 2
---reset-each` on `--lab`) are ingested (`clashx ingest`: velocities and rest poses from the noisy
-tracks, never `post_velocity_true`).  Targets are the rest poses of `--targets` random lab strikes
-(seed 100), so every target is reachable in the lab.  Methods:
-  mujoco_nominal     MuJoCo C, μ1 = μ2 = e1 = 1, CMA-ES over full-contact rollouts
-  mujoco_identified  MuJoCo C, (μ1, μ2, e1) by CMA-ES on the fit velocities, then refit on the fit rest poses
-  clashx             the pretrained surrogate (--models DIR/SHAPE), parameters identified through it,
-                     fine-tuned, then refit on the fit rest poses through CPU-hybrid rollouts; CMA-ES
-                     over CPU-hybrid rollouts
-Both refits are the same (`clashx._optimize.identify_from_rest`: CMA-ES, 16 × 15, from the velocity fit).
+Lab errors: for each shape, ten fit strikes (`--fit`; the shipped lab-A recording made by
+`strike_lab.py --random 10 --seed 2 --reset-each`; on another `--lab` that command is run) are
+ingested (velocities and rest poses from the noisy tracks, never `post_velocity_true`).  Targets are
+the rest poses of `--targets` random lab strikes (seed 100), so every target is reachable in the lab.
+Methods:
+  mujoco_nominal     MuJoCo C at its defaults (μ = 1, damping ratio 1), CMA-ES over full-contact rollouts
+  mujoco_identified  MuJoCo C, all 8 parameters by CMA-ES on the fit velocities with clashx's objective
+                     (ground friction from the slides, the same priors), then the slide's parameters
+                     refit on the fit rest poses
+  clashx             the surrogate (shipped, or --models DIR/SHAPE), two-stage identification on the fit
+                     tracks and fine-tuning (`clashx._lab_fit`), then the same refit through CPU-hybrid
+                     rollouts; CMA-ES over CPU-hybrid rollouts
+Both refits are the same (`clashx._optimize.identify_from_rest`: CMA-ES, 16 × 15, mu2, torsion and the
+centre of mass, from the velocity fit).
   mujoco_identified_velocity, clashx_velocity   the same without the refit (velocities only, as in CLASH)
 The strikes each method chooses run in the lab (block reset to the start each time); the error is the
 lab's final pose against the target: position (m) and |yaw| (rad), medians over targets.
@@ -43,11 +47,12 @@ import numpy as np
 from clashx import _baselines as bl
 from clashx import _geometry as geo
 from clashx import _hybrid, _optimize, _strike
-from clashx._finetune import finetune
-from clashx._identify import identify
-from clashx._ingest import ingest_strike_file
+from clashx._data import lab_recording
+from clashx._events import read_npz
+from clashx._ingest import ingest_strike_lab
 from clashx._io import write_json
-from clashx._surrogate import load_surrogate
+from clashx._lab_fit import LabFitConfig, fit_recording
+from clashx._surrogate import load_or_shipped
 
 LAB_DIR = Path(__file__).resolve().parents[2] / "shared" / "lab"
 MBO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx", "mujoco_identified_velocity", "clashx_velocity")
@@ -81,11 +86,11 @@ def run_lab(shape: str, lab: str, out: str, *, strikes: np.ndarray | None = None
         return {k: z[k] for k in z.files}
 
 
-def fit_events(path: str, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fit_events(rec: dict, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Strikes, track-estimated velocities and rest poses (in the start frame) of the touched fit strikes."""
-    ev = ingest_strike_file(path)
+    ev = ingest_strike_lab(rec, "fit recording")
     if str(ev["shape"]) != shape:
-        raise SystemExit(f"--fit {path}: strikes on the {str(ev['shape'])!r} block, not {shape!r}")
+        raise SystemExit(f"--fit: strikes on the {str(ev['shape'])!r} block, not {shape!r}")
     ok = ev["touched"] & np.isfinite(ev["post_velocity"]).all(1) & np.isfinite(ev["rest_pose"]).all(1)
     rest = np.stack(
         [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(ev["rest_pose"][ok], ev["start_pose"][ok])]
@@ -93,54 +98,63 @@ def fit_events(path: str, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return ev["strike"][ok], ev["post_velocity"][ok], rest
 
 
-def identify_methods(shape: str, fit: str, models: str, sims: dict, *, seed: int) -> dict:
-    """{method: (params, handler or None, details)} for the three MBO methods."""
+SLIDE_REFIT = ("mu2", "torsion", "com_x", "com_y")  # what ten rest poses inform: the slide's parameters
+
+
+def identify_methods(shape: str, rec: dict, models: str | None, sims: dict, *, seed: int) -> dict:
+    """{method: (params, handler or None, details)} for the MBO methods.
+
+    clashx: its two-stage pipeline on the fit tracks (`clashx._lab_fit`), fine-tuned; MuJoCo identified:
+    CMA-ES on MuJoCo C with clashx's objective (the same labels, ground friction and priors).  Both then
+    refit the slide's parameters on the fit strikes' rest poses (`identify_from_rest`, the same CMA-ES).
+    """
     hs = _optimize.cached_hybrid(sims, shape)  # the scenes the CMA-ES evaluators use too
     sim = hs.sim
-    strikes, vel, rest = fit_events(fit, shape)
+    strikes, vel, rest = fit_events(rec, shape)
     key = jax.random.PRNGKey(seed)
-    out = {"mujoco_nominal": (np.asarray(bl.NOMINAL_PARAMS), None, {})}
+    out = {"mujoco_nominal": (bl.nominal_params(sim), None, {})}
+    model = load_or_shipped(os.path.join(models, shape) if models else None, shape)
 
     t0 = time.perf_counter()
-    cma = bl.identify_cmaes(sim, strikes, vel, key=key, population=16, generations=30)
-
-    def rest_c(s, p):
-        return _strike.simulate_strikes_c(sim, s, p).rest_pose
-
-    p_c, loss_c = _optimize.identify_from_rest(rest_c, sim.space, cma.params, strikes, rest, key=key)
-    out["mujoco_identified_velocity"] = (np.asarray(cma.params), None, {"params": cma.params.tolist()})
-    out["mujoco_identified"] = (
-        p_c,
-        None,
-        {
-            "velocity_fit": cma.params.tolist(),
-            "params": p_c.tolist(),
-            "rest_fit_loss_m": loss_c,
-            "fit_s": time.perf_counter() - t0,
-        },
-    )
-
-    t0 = time.perf_counter()
-    model = load_surrogate(os.path.join(models, shape))
-    res = identify(model, strikes, vel, key=key)
-    tuned, report = finetune(model, strikes, vel, res.params, key=key)
+    lab = fit_recording(model, sim, rec, where="fit recording", key=key)
+    tuned = lab.model
 
     def rest_h(s, p):
         return _hybrid.hybrid_rollouts_c(hs, tuned, s, p).rest_pose
 
-    p_h, loss_h = _optimize.identify_from_rest(rest_h, sim.space, np.asarray(res.params), strikes, rest, key=key)
-    out["clashx_velocity"] = (np.asarray(res.params, np.float64), tuned, {"params": np.asarray(res.params).tolist()})
+    p_h, loss_h = _optimize.identify_from_rest(rest_h, sim.space, lab.params, strikes, rest, key=key, free=SLIDE_REFIT)
+    out["clashx_velocity"] = (lab.params, tuned, {"params": lab.params.tolist()})
     out["clashx"] = (
         p_h,
         tuned,
         {
-            "velocity_fit": np.asarray(res.params).tolist(),
+            "velocity_fit": lab.params.tolist(),
             "params": p_h.tolist(),
             "rest_fit_loss_m": loss_h,
-            "finetune_steps": int(report["steps"]),
+            "finetune_steps": int(lab.report["finetune"]["steps"]),
             "fit_s": time.perf_counter() - t0,
         },
     )
+
+    t0 = time.perf_counter()
+    config = LabFitConfig()
+    mu2 = float(np.clip(lab.report["ground"]["mu2"], sim.space.low[1], sim.space.high[1]))
+    prior = dict(config.prior_std) | {"mu2": config.stage1_slide_std}
+    cma = bl.identify_cmaes(
+        sim, strikes, vel, key=key, population=16, generations=30, base=sim.space.vector(mu2=mu2), prior_std=prior
+    )
+
+    def rest_c(s, p):
+        return _strike.simulate_strikes_c(sim, s, p).rest_pose
+
+    p_c, loss_c = _optimize.identify_from_rest(rest_c, sim.space, cma.params, strikes, rest, key=key, free=SLIDE_REFIT)
+    out["mujoco_identified_velocity"] = (np.asarray(cma.params), None, {"params": cma.params.tolist()})
+    out["mujoco_identified"] = (
+        p_c,
+        None,
+        {"velocity_fit": cma.params.tolist(), "params": p_c.tolist(), "rest_fit_loss_m": loss_c,
+         "fit_s": time.perf_counter() - t0},
+    )  # fmt: skip
     return out
 
 
@@ -238,11 +252,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", choices=geo.SHAPES, help="one shape (default: all three)")
     ap.add_argument("--lab", default=str(LAB_DIR / "lab_a.json"), help="lab parameter file passed to strike_lab.py")
-    ap.add_argument("--fit", help="strike-lab recording to identify from (one shape); default: 10 random lab strikes")
     ap.add_argument(
-        "--models",
-        default=os.environ.get("CLASHX_MODELS", "runs"),
-        help="folder of pretrained surrogates, one run per shape",
+        "--fit",
+        help="strike-lab recording to identify from (one shape); default: the shipped lab-A fit recording "
+        "(lab A), else 10 random strikes run in --lab",
+    )
+    ap.add_argument(
+        "--models", help="folder of pretrained surrogates, one run folder per shape (default: the shipped ones)"
     )
     ap.add_argument("--targets", type=int, default=20)
     ap.add_argument("--population", type=int, default=16)
@@ -279,10 +295,12 @@ def main() -> None:
     all_targets: dict = {}
     for shape in shapes:
         t0 = time.perf_counter()
-        fit = a.fit
-        if fit is None:
-            fit = os.path.join(work, f"fit_{shape}.npz")
-            run_lab(shape, a.lab, fit, n=10, seed=2)
+        if a.fit:
+            fit = read_npz(a.fit, "strike recording")
+        elif os.path.abspath(a.lab) == os.path.abspath(LAB_DIR / "lab_a.json"):
+            fit = read_npz(lab_recording(shape, "fit"), "strike recording")  # made by exactly that command
+        else:
+            fit = run_lab(shape, a.lab, os.path.join(work, f"fit_{shape}.npz"), n=10, seed=2)
         rec = run_lab(shape, a.lab, os.path.join(work, f"targets_{shape}.npz"), n=a.targets, seed=100)
         ok = rec["touched"].astype(bool)
         targets = np.stack(

@@ -13,11 +13,59 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from clashx import _geometry as geo
-from clashx._demo import compare_engines
+from clashx import _metrics, _strike
+from clashx._generate import sample_strikes
+
+
+def compare_engines(shape: str, n: int, seed: int, *, to_rest: bool = True, repeats: int = 1) -> dict:
+    """Simulate `n` prior strikes of `shape` on MJX and on MuJoCo C; timings (best of `repeats`) and agreement.
+
+    MJX's compile time is kept apart from its run time.
+    """
+    sim = _strike.make_strike_sim(shape)
+    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
+    strikes = np.asarray(sample_strikes(n, key=k1), np.float64)
+    params = np.asarray(sim.space.sample(n, key=k2), np.float64)
+    s, p = jnp.asarray(strikes), jnp.asarray(params)
+    t0 = time.perf_counter()
+    compiled = _strike.simulate_strikes_mjx.lower(sim, s, p, to_rest=to_rest).compile()
+    t_compile = time.perf_counter() - t0
+
+    def best(fn):
+        times, out = [], None
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(fn())
+            times.append(time.perf_counter() - t0)
+        return min(times), out
+
+    t_mjx, ev_mjx = best(lambda: compiled(sim, s, p, to_rest=to_rest))
+    _strike.simulate_strikes_c(sim, strikes, params, to_rest=to_rest)  # warm-up: its JAX helpers compile once
+    t_c, ev_c = best(lambda: _strike.simulate_strikes_c(sim, strikes, params, to_rest=to_rest))
+    length = geo.characteristic_length(shape)
+    ok = np.asarray(ev_mjx.touched) & ev_c.touched
+    err = np.asarray(_metrics.relative_error(np.asarray(ev_mjx.post_velocity)[ok], ev_c.post_velocity[ok], length))
+    rest = np.linalg.norm(np.asarray(ev_mjx.rest_pose)[ok, :2] - ev_c.rest_pose[ok, :2], axis=1)
+    return {
+        "shape": shape,
+        "n": n,
+        "to_rest": to_rest,
+        "mjx_compile_s": t_compile,
+        "mjx_run_s": t_mjx,
+        "c_run_s": t_c,
+        "mjx_ms_per_strike": 1e3 * t_mjx / n,
+        "c_ms_per_strike": 1e3 * t_c / n,
+        "agree_alpha_0.1": float(np.mean(err <= 0.1)),
+        "median_rel_err": float(np.median(err)),
+        "rest_pos_diff_mm": 1e3 * float(np.median(rest)) if to_rest else float("nan"),
+    }
 
 
 def run(shape: str, n: int, to_rest: bool, seed: int, repeats: int) -> dict:

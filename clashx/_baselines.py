@@ -118,6 +118,7 @@ def identify_cmaes(
     std_init: float = 0.25,
     free: tuple[str, ...] | None = None,
     base: np.ndarray | None = None,
+    prior_std: dict[str, float] | None = None,
     nthread: int = 0,
 ) -> Identified:
     """Identify parameters with CMA-ES over MuJoCo C strikes (the "MuJoCo + CMA-ES" baseline).
@@ -138,15 +139,19 @@ def identify_cmaes(
         generations: generations (the budget is `population × generations × n` strikes).
         std_init: initial step size, in units of the prior's ranges.
         free: names of the parameters to identify (default: all of `sim.space`).
-        base: values of the others (default `nominal_params(sim)`).
+        base: values of the others (default `nominal_params(sim)`), and the prior's centre.
+        prior_std: {name: σ in units of the prior range} of a Gaussian prior around `base`,
+            added to the loss as Σ ((u − u_base) / σ)² / n: the objective of `clashx.identify`.
         nthread: MuJoCo C threads (0: all CPUs).
 
     Returns:
-        `Identified` with the best candidate seen (clipped into the prior box).
+        `Identified` with the best candidate seen (clipped into the prior box); its `loss` is the fit part.
     """
     strikes = np.asarray(strikes, np.float64)
     velocities = np.asarray(velocities, np.float64)
     cols = _free_columns(sim, free)
+    names = [sim.space.names[j] for j in cols]
+    inv_std = np.array([1.0 / prior_std[nm] if prior_std and nm in prior_std else 0.0 for nm in names])
     base_u = np.asarray(sim.space.to_unit(jnp.asarray(nominal_params(sim) if base is None else base)), np.float64)
     n, p = len(strikes), len(cols)
     length = geo.characteristic_length(sim.shape)
@@ -156,7 +161,7 @@ def identify_cmaes(
         out[:, cols] = u
         return out
 
-    def losses(u: np.ndarray) -> np.ndarray:
+    def fit_losses(u: np.ndarray) -> np.ndarray:
         phys = np.asarray(sim.space.from_unit(jnp.asarray(full(u))), np.float64)
         ev = _strike.simulate_strikes_c(
             sim, np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0), to_rest=False, nthread=nthread
@@ -164,9 +169,14 @@ def identify_cmaes(
         pred = np.asarray(ev.post_velocity, np.float64).reshape(len(u), n, 3)
         return np.asarray(relative_mse(pred, velocities[None], length), np.float64)
 
-    best_u, best_loss, history = cmaes_in_box(
-        losses, np.full(p, 0.5), key=key, population=population, generations=generations, std_init=std_init
+    def losses(u: np.ndarray) -> np.ndarray:
+        return fit_losses(u) + np.sum(((u - base_u[cols]) * inv_std) ** 2, axis=1) / n
+
+    start = base_u[cols] if prior_std else np.full(p, 0.5)
+    best_u, _, history = cmaes_in_box(
+        losses, start, key=key, population=population, generations=generations, std_init=std_init
     )
+    best_loss = float(fit_losses(np.asarray(best_u)[None])[0])
     return Identified(
         params=np.asarray(sim.space.from_unit(jnp.asarray(full(best_u[None])[0])), np.float64),
         loss=best_loss,

@@ -79,7 +79,12 @@ def _cmd_ingest(a: argparse.Namespace) -> int:
     from ._events import n_events, save_events
 
     check_output(a.out, "--out", suffix=".npz")
-    if a.source == "strike-lab":
+    if a.source == "strike-lab" and a.method == "sim":
+        from ._events import read_npz
+        from ._slide import ingest_by_simulation
+
+        events = ingest_by_simulation(read_npz(a.input, "strike recording"), a.input)
+    elif a.source == "strike-lab":
         from ._ingest import ingest_strike_file
 
         events = ingest_strike_file(a.input)
@@ -202,7 +207,11 @@ def _cmd_optimize(a: argparse.Namespace) -> int:
 def _cmd_demo(a: argparse.Namespace) -> int:
     from ._demo import run_demo
 
-    return run_demo(n=a.n, seed=a.seed)
+    shapes = tuple(s.strip() for s in a.shapes.split(",") if s.strip())
+    for shape in shapes:
+        geo.check_shape(shape)
+    check_output(a.out, "--out", folder=True)
+    return run_demo(out=a.out, shapes=shapes, seed=a.seed, cube=not a.no_cube)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -231,6 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--source", required=True, choices=("strike-lab", "cube-toss"))
     i.add_argument("--input", required=True, help="recording file (.npz)")
     i.add_argument("--out", required=True, help="output event file (.npz)")
+    i.add_argument(
+        "--method",
+        choices=("stop-time", "sim"),
+        default="stop-time",
+        help="strike lab: how velocities are read off the slides: stop-time (default: a slide model per strike "
+        "with a file-level prior; the more accurate on lab A) or sim (MuJoCo C's slide, parameters shared by the file)",
+    )
     i.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("pretrain", help="train the surrogate on generated collisions")
@@ -318,9 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--json", help="write the strike, predicted rest pose and search history here")
     o.set_defaults(func=_cmd_optimize)
 
-    d = sub.add_parser("demo", help="the main job end to end, at a size for a laptop")
-    d.add_argument("--n", type=int, default=64, help="events per shape")
+    d = sub.add_parser("demo", help="the main job end to end on shipped data, at a size for a laptop (~3 min)")
+    d.add_argument("--out", default="clashx-demo", help="folder for the PNGs and summary.json (default clashx-demo)")
+    d.add_argument("--shapes", default=",".join(geo.SHAPES), help="block shapes, comma-separated (default: all three)")
     d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--no-cube", action="store_true", help="skip the real cube tosses")
     d.set_defaults(func=_cmd_demo)
     return ap
 

@@ -327,8 +327,9 @@ def finetune_cube(
     targets = _batch_targets(pre, jnp.asarray(post, jnp.float32))
     params = jnp.asarray(params, jnp.float32)
     config, fold_of = cv_folds(key, len(pre), config, what="impacts")
-    mean = np.asarray(_cv(model, pre, targets, params, fold_of, config)).mean(0)
-    steps, best, reason = choose_steps(mean, config)
+    curves = np.asarray(_cv(model, pre, targets, params, fold_of, config))
+    mean = curves.mean(0)
+    steps, best, reason = choose_steps(curves, config)
     tuned = _train(model, pre, targets, params, config, steps) if steps else model
     return tuned, {
         "steps": steps,

@@ -1,150 +1,157 @@
-"""`clashx demo`: what clashx does today, end to end, at a laptop's size.
+"""`clashx demo`: clashx's main job on shipped data, end to end, at a laptop's size.
 
-Strike scene, for the square block (`bench/generate.py` compares every shape;
-the demo keeps one so that it stays a few minutes on 2 CPU cores): sample strikes and contact parameters over
-the prior, simulate them on MJX (jit + vmap) and on MuJoCo C, and print how
-well the two engines agree and how fast each is.  Real impacts: ingest the
-shipped ContactNets cube tosses into first-impact events and simulate the same
-tosses in MuJoCo with its nominal cube parameters; then the cube pipeline
-(`clashx._cube_pipeline`) at a small size: fit every method on ten shipped
-tosses and score its rollouts of 100 others, beside the published errors.
+1. **Strike, per shape.** The shipped lab recordings (`clashx.lab_recording`:
+   ten fit strikes and 200 test strikes of lab A per shape) and the shipped
+   pretrained surrogates (`clashx.shipped_surrogate`): clashx identifies the
+   parameters from the ten tracks in two stages and fine-tunes
+   (`clashx._lab_fit`); MuJoCo at its defaults and MuJoCo identified on the
+   same data with the same objective are scored beside it on the 200 test
+   strikes (`clashx._strike_compare`, CLASH Table III's α-accuracy).
+2. **A model-based strike through the hybrid.** The fine-tuned surrogate as
+   the contact handler of the CPU hybrid (`clashx.hybrid_rollouts_c`), CMA-ES
+   for the strike that brings the block to the rest pose of a recorded test
+   strike.
+3. **Real cube tosses.** The shipped ContactNets tosses through the cube
+   pipeline (`clashx._cube_pipeline`), small.
+
+PNGs (α-curves, recorded against predicted tracks, the planned strike, cube
+tosses) are written to the output folder; the last lines say where.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import _geometry as geo
-from . import _metrics, _strike
-from ._generate import sample_strikes
+from . import _metrics
+from ._data import lab_recording
+from ._events import read_npz
+from ._io import write_json
+from ._plots import plot_alpha_curves, plot_tosses, plot_tracks
+from ._strike_compare import DEMO_METHODS, CompareConfig, compare, table, track_comparison
+from ._surrogate import shipped_surrogate
 
 
-def compare_engines(shape: str, n: int, seed: int, *, to_rest: bool = True, repeats: int = 1) -> dict:
-    """Simulate `n` prior strikes of `shape` on MJX and on MuJoCo C; timings (best of `repeats`) and agreement.
+def _say(msg: str, t0: float) -> None:
+    print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", flush=True)
 
-    Used by `clashx demo` and `bench/generate.py`; MJX's compile time is kept apart from its run time.
-    """
-    sim = _strike.make_strike_sim(shape)
-    k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
-    strikes = np.asarray(sample_strikes(n, key=k1), np.float64)
-    params = np.asarray(sim.space.sample(n, key=k2), np.float64)
-    s, p = jnp.asarray(strikes), jnp.asarray(params)
-    t0 = time.perf_counter()
-    compiled = _strike.simulate_strikes_mjx.lower(sim, s, p, to_rest=to_rest).compile()
-    t_compile = time.perf_counter() - t0
 
-    def best(fn):
-        times, out = [], None
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            out = jax.block_until_ready(fn())
-            times.append(time.perf_counter() - t0)
-        return min(times), out
-
-    t_mjx, ev_mjx = best(lambda: compiled(sim, s, p, to_rest=to_rest))
-    _strike.simulate_strikes_c(sim, strikes, params, to_rest=to_rest)  # warm-up: its JAX helpers compile once
-    t_c, ev_c = best(lambda: _strike.simulate_strikes_c(sim, strikes, params, to_rest=to_rest))
+def strike_section(shape: str, out: str, seed: int, t0: float) -> dict:
+    """Identify, fine-tune and score on the shipped recordings of `shape`; α-curves and a track PNG."""
+    fit = read_npz(lab_recording(shape, "fit"), "strike recording")
+    test = read_npz(lab_recording(shape, "test"), "strike recording")
+    model = shipped_surrogate(shape)
+    _say(f"{shape}: fitting on the 10 tracks of {lab_recording(shape, 'fit').name}", t0)
+    config = CompareConfig(methods=DEMO_METHODS, cma_generations=30)
+    result = compare(
+        model, fit, test, key=jax.random.PRNGKey(seed), config=config, log=lambda m: _say(f"{shape}: {m}", t0)
+    )
+    print(table(result), flush=True)
     length = geo.characteristic_length(shape)
-    ok = np.asarray(ev_mjx.touched) & ev_c.touched
-    err = np.asarray(_metrics.relative_error(np.asarray(ev_mjx.post_velocity)[ok], ev_c.post_velocity[ok], length))
-    rest = np.linalg.norm(np.asarray(ev_mjx.rest_pose)[ok, :2] - ev_c.rest_pose[ok, :2], axis=1)
-    return {
-        "shape": shape,
-        "n": n,
-        "to_rest": to_rest,
-        "mjx_compile_s": t_compile,
-        "mjx_run_s": t_mjx,
-        "c_run_s": t_c,
-        "mjx_ms_per_strike": 1e3 * t_mjx / n,
-        "c_ms_per_strike": 1e3 * t_c / n,
-        "agree_alpha_0.1": float(np.mean(err <= 0.1)),
-        "median_rel_err": float(np.median(err)),
-        "rest_pos_diff_mm": 1e3 * float(np.median(rest)) if to_rest else float("nan"),
-    }
-
-
-DEMO_SHAPES = ("square",)  # MJX compiles ~50 s per shape on 2 cores; bench/generate.py runs all of geo.SHAPES
-
-
-def run_demo(n: int = 64, seed: int = 0) -> int:
-    """Run the demo and print its table; returns a process exit code."""
-    print(
-        f"clashx demo: {n} strikes on the {', '.join(DEMO_SHAPES)} block over the prior, "
-        f"MJX (jit+vmap, {jax.default_backend()}) vs MuJoCo C (every shape: bench/generate.py)"
-    )
-    print("simulated to rest: contact phase at 1 ms, slide phase at 4 ms, 4 s after launch\n")
-    head = f"{'shape':<14}{'MJX compile':>12}{'MJX ms/strike':>15}{'C ms/strike':>13}{'agree α=0.1':>13}{'median err':>12}{'rest Δ mm':>11}"
-    print(head)
-    print("-" * len(head))
-    for shape in DEMO_SHAPES:
-        r = compare_engines(shape, n, seed)
-        print(
-            f"{shape:<14}{r['mjx_compile_s']:>11.1f}s{r['mjx_ms_per_strike']:>15.2f}{r['c_ms_per_strike']:>13.2f}"
-            f"{r['agree_alpha_0.1']:>13.2f}{r['median_rel_err']:>12.3f}{r['rest_pos_diff_mm']:>11.2f}"
-        )
-    print(
-        "\nagree α=0.1: fraction of strikes whose MJX post-impact velocity is within 10 % of MuJoCo C's (clashx.metrics)"
-    )
-    cube_impacts(n_sim=n)
-    cube_pipeline(seed=seed)
-    return 0
-
-
-def cube_pipeline(seed: int = 0, max_eval: int = 100) -> dict:
-    """The cube-toss pipeline on the shipped tosses, small: 10 fit tosses, `max_eval` evaluated, short fits."""
-    from ._cube_pipeline import CubeTossConfig, run_cube_toss, summary_table
-    from ._data import data_path
-
-    print("\nreal cube tosses: fit on 10, roll out others from their initial states (bench/cube_toss.py: all 340)")
-    config = CubeTossConfig(
-        tosses=str(data_path("contactnets_cube/tosses.npz")),
-        fit=10,
-        seed=seed,
-        max_eval=max_eval,
-        mjx_starts=1,
-        mjx_iterations=4,
-        sysid_iters=15,
-    )
-    t0 = time.perf_counter()
-    result = run_cube_toss(config, log=lambda msg: print("  " + msg))
-    print()
-    print(summary_table(result))
-    print(
-        "\npos: mean over a toss's recorded frames of |p_sim - p_real| / cube width, then mean ± std over tosses;"
-        "\nat rest: the same at the last frame; rot: mean angle between simulated and real orientation;"
-        "\nα: share of tosses whose state 27 ms after first contact has speed vector (v, r ω) within α of the real one"
-        f"\n({time.perf_counter() - t0:.0f} s)"
+    curves = {n: _metrics.alpha_curve(p, result["truth"], length) for n, p in result["predictions"].items()}
+    plot_alpha_curves(curves, os.path.join(out, f"alpha_{shape}.png"), title=f"{shape}: 200 lab-A test strikes")
+    plot_tracks(
+        track_comparison(result, test, 0),
+        os.path.join(out, f"track_{shape}.png"),
+        title=f"{shape}: test strike 0, recorded (mocap) against predicted",
     )
     return result
 
 
-def cube_impacts(n_sim: int = 64) -> dict:
-    """Ingest the shipped real tosses; compare their first impacts with MuJoCo C at nominal parameters."""
-    from . import _toss
-    from ._data import data_path
-    from ._ingest_cube import ingest_cube_tosses
-    from ._scenes import CUBE_FRICTION
+def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
+    """CMA-ES through the CPU hybrid (the fine-tuned surrogate as handler) for a recorded test strike's rest pose."""
+    from ._hybrid import hybrid_rollouts_c
+    from ._optimize import MBOConfig, cached_hybrid, clip_to_ranges, describe, optimize
+    from ._slide import hybrid_tracks_c
 
-    ev = ingest_cube_tosses(data_path("contactnets_cube/tosses.npz"))
-    n = len(ev["toss_id"])
-    vz_pre, vz_post = ev["pre_state"][:, 12], ev["post_state"][:, 12]
-    print(f"\nreal cube tosses (ContactNets, shipped): {n} first impacts ingested")
-    print(
-        f"  vertical velocity before impact {np.median(vz_pre):+.3f} m/s, 27 ms after {np.median(vz_post):+.3f} m/s (medians)"
+    shape = result["shape"]
+    test = read_npz(lab_recording(shape, "test"), "strike recording")
+    off = test["offsets"]
+    track = test["block_pose"][off[1] : off[2]]
+    start, target = track[0], track[-5:].mean(0)  # a test strike from the origin; its rest pose
+    params, model = result["params"]["clashx"], result["fit_model"]
+    sims: dict = {}
+    _say(f"{shape}: CMA-ES (16 × 12) through the CPU hybrid for target {np.round(target, 3).tolist()}", t0)
+    res = jax.block_until_ready(
+        optimize(
+            "cpu-hybrid", shape, params, start, target, MBOConfig(population=16, generations=12),
+            key=jax.random.PRNGKey(seed), handler=model, sims=sims,
+        )
+    )  # fmt: skip
+    plan = describe(res, start, target)
+    strike = clip_to_ranges(res.strike)
+    hs = cached_hybrid(sims, shape)
+    check = hybrid_rollouts_c(hs, model, np.asarray(strike)[None], params)
+    times = np.arange(0, 400) / 120.0
+    predicted = hybrid_tracks_c(hs.sim, model, np.asarray(strike)[None], params, start[None], check.t_touch, [times])
+    plot_tracks(
+        {"planned (clashx hybrid)": predicted[0], "recorded strike to the target": track},
+        os.path.join(out, f"strike_{shape}.png"),
+        title=f"{shape}: the strike CMA-ES chose through the hybrid",
+        target=target,
     )
-    sim = _toss.make_toss_sim()
-    k = min(n_sim, n)
-    nominal = np.tile([CUBE_FRICTION, 0.02, 1.0], (k, 1))  # dair_pll's friction, MuJoCo's default solref
-    out = _toss.simulate_tosses_c(sim, ev["initial_state"][:k], nominal)
-    ok = np.asarray(out.valid)
-    dv = np.linalg.norm(np.asarray(out.post_state)[ok, 10:13] - ev["post_state"][:k][ok, 10:13], axis=1)
-    speed = np.linalg.norm(ev["post_state"][:k][ok, 10:13], axis=1)
+    s = plan["strike"]
     print(
-        f"  MuJoCo C at nominal contact parameters, {int(ok.sum())} of them: post-impact velocity off by "
-        f"{np.median(dv):.3f} m/s (median; real post-impact speed {np.median(speed):.3f} m/s)"
+        f"  chosen strike: θ = {s['theta']:.3f} rad, θ1 = {s['theta1']:.3f} rad, v_pre = {s['v_pre']:.3f} m/s; "
+        f"predicted rest {1000 * plan['predicted_pos_err_m']:.1f} mm / {plan['predicted_ori_err_rad']:.3f} rad "
+        f"from the target; energy guard clamped: {bool(check.clamped[0])}",
+        flush=True,
     )
-    return {"n": n, "median_dv": float(np.median(dv))}
+    return plan
+
+
+def cube_section(out: str, seed: int, t0: float, max_eval: int = 60) -> dict:
+    """The cube-toss pipeline on the shipped tosses, small: 10 fit tosses, `max_eval` evaluated, short fits.
+
+    MJX identified by gradient is left to `bench/cube_toss.py`: on a CPU it alone takes over a minute.
+    """
+    from ._cube_pipeline import CubeTossConfig, run_cube_toss, summary_table
+    from ._data import data_path
+
+    _say("real cube tosses (ContactNets): fit on 10, roll out 60 others from their initial states", t0)
+    config = CubeTossConfig(
+        tosses=str(data_path("contactnets_cube/tosses.npz")), fit=10, seed=seed, max_eval=max_eval,
+        mjx_starts=1, mjx_iterations=4, sysid_iters=15, methods=("mujoco_nominal", "mujoco_identified", "clashx"),
+    )  # fmt: skip
+    result = run_cube_toss(config, log=lambda msg: _say("  " + msg, t0))
+    print(summary_table(result), flush=True)
+    plot_tosses(result, os.path.join(out, "cube_tosses.png"))
+    return result
+
+
+def run_demo(out: str = "clashx-demo", shapes: tuple[str, ...] = geo.SHAPES, seed: int = 0, cube: bool = True) -> int:
+    """Run the demo; PNGs and a summary JSON go to `out`.  Returns a process exit code."""
+    for shape in shapes:
+        geo.check_shape(shape)
+    os.makedirs(out, exist_ok=True)
+    t0 = time.perf_counter()
+    print(
+        f"clashx demo on {jax.default_backend()} ({os.cpu_count()} CPU cores): shipped lab-A recordings and "
+        f"surrogates for {', '.join(shapes)}, then real cube tosses; pictures -> {os.path.abspath(out)}",
+        flush=True,
+    )
+    summary: dict = {"strike": {}}
+    for k, shape in enumerate(shapes):
+        result = strike_section(shape, out, seed, t0)
+        summary["strike"][shape] = {n: r["alpha_0.1"] for n, r in result["rows"].items()}
+        if k == 0:
+            summary["plan"] = strike_plan(result, out, seed, t0)
+    print(
+        "\nα=0.1: share of test strikes whose predicted (vx, vy, r·ωz) is within 10 % of the lab's true one"
+        f" (r: the footprint's radius of gyration).\n{'shape':<15}" + "".join(f"{m:>20}" for m in DEMO_METHODS),
+        flush=True,
+    )
+    for shape, row in summary["strike"].items():
+        print(f"{shape:<15}" + "".join(f"{row[m]:>20.3f}" for m in DEMO_METHODS), flush=True)
+    if cube:
+        cube_result = cube_section(out, seed, t0)
+        summary["cube"] = {m: cube_result["methods"][m]["pos_pct_mean"] for m in cube_result["methods"]}
+    write_json(os.path.join(out, "summary.json"), json.loads(json.dumps(summary, default=float)))
+    pngs = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+    _say(f"done; pictures in {os.path.abspath(out)}: {', '.join(pngs)}", t0)
+    return 0

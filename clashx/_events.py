@@ -13,6 +13,7 @@ Strike events (`scene = "strike"`), N rows:
 | params | (N, p) | the values of the parameter space (meta `param_space`) the event was simulated with; NaN for real events |
 | post_velocity | (N, 3) | (vx, vy, ωz) of the block frame's origin in the block frame at release (m/s, rad/s); NaN if the striker missed |
 | release_pose | (N, 3) | block pose (x, y, yaw) at release, world; optional (NaN where unknown) |
+| post_velocity_std | (N, 3) | one-sigma of an estimated post_velocity; optional (NaN where unknown) |
 | t_touch | (N,) | first touch, s after launch |
 | t_release | (N,) | t_touch + 0.02 s: the contact window is [t_touch, t_release] |
 | touched | (N,) bool | the striker touched the block |
@@ -53,6 +54,7 @@ SCHEMAS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
         "params": ((-1,), "f"),
         "post_velocity": ((3,), "f"),
         "release_pose": ((3,), "f"),
+        "post_velocity_std": ((3,), "f"),
         "t_touch": ((), "f"),
         "t_release": ((), "f"),
         "touched": ((), "b"),
@@ -70,11 +72,11 @@ SCHEMAS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
 }
 # Columns that may hold NaN (unknown or undefined), by scene.
 NAN_ALLOWED = {
-    "strike": {"params", "post_velocity", "release_pose", "t_touch", "t_release"},
+    "strike": {"params", "post_velocity", "release_pose", "post_velocity_std", "t_touch", "t_release"},
     "cube-toss": {"params"},
 }
 # Columns that older files (or a user's) may lack: read as NaN.  A tail of -1 is any width.
-OPTIONAL = {"strike": {"release_pose"}, "cube-toss": set()}
+OPTIONAL = {"strike": {"release_pose", "post_velocity_std"}, "cube-toss": set()}
 
 
 class EventFileError(ValueError):

@@ -59,11 +59,21 @@ def fit_loss(model: Surrogate, params, strikes, velocities) -> Float[Array, ""]:
     return velocity_loss(predict(model, strikes, params), velocities, geo.characteristic_length(model.shape))
 
 
-def _velocity_residuals(model: Surrogate, params, strikes, velocities):
+def _velocity_residuals(model: Surrogate, params, strikes, velocities, robust: float = 0.0):
+    """Relative speed-vector residuals (n·3,) / √n; with `robust` > 0 each event's Cauchy-shrunk.
+
+    Cauchy: an event whose relative error is e counts as c·√log(1 + e²/c²), c = `robust`,
+    instead of e: about e for small errors, slowly growing for a bad label.
+    """
     w = jnp.array([1.0, 1.0, geo.characteristic_length(model.shape)])
     scale = jnp.sqrt(jnp.sum((velocities * w) ** 2, -1, keepdims=True) + VELOCITY_FLOOR**2)
     n = strikes.shape[0]
-    return ((predict(model, strikes, params) - velocities) * w / scale).ravel() / jnp.sqrt(n)
+    r = (predict(model, strikes, params) - velocities) * w / scale
+    if robust > 0:
+        e2 = jnp.sum(r**2, -1, keepdims=True)
+        shrink = jnp.sqrt(robust**2 * jnp.log1p(e2 / robust**2) / jnp.maximum(e2, 1e-12))
+        r = r * jnp.where(e2 > 1e-12, shrink, 1.0)
+    return r.ravel() / jnp.sqrt(n)
 
 
 class _Problem(eqx.Module):
@@ -75,13 +85,14 @@ class _Problem(eqx.Module):
     base_u: Float[Array, "p"]
     free: tuple[int, ...] = eqx.field(static=True)
     prior_w: Float[Array, "k"]  # 1 / (σ √n) per free parameter; 0: flat
+    robust: float = eqx.field(static=True, default=0.0)
 
     def params(self, z):
         u = self.base_u.at[jnp.asarray(self.free)].set(jax.nn.sigmoid(z))
         return self.model.space.from_unit(u)
 
     def residuals(self, z):
-        fit = _velocity_residuals(self.model, self.params(z), self.strikes, self.velocities)
+        fit = _velocity_residuals(self.model, self.params(z), self.strikes, self.velocities, self.robust)
         prior = (jax.nn.sigmoid(z) - self.base_u[jnp.asarray(self.free)]) * self.prior_w
         return jnp.concatenate([fit, prior])
 
@@ -158,6 +169,7 @@ def identify(
     free: tuple[str, ...] | None = None,
     base=None,
     prior_std: dict[str, float] | None = None,
+    robust: float = 0.0,
 ) -> IdentifyResult:
     """Find the parameters that make the surrogate reproduce observed collisions.
 
@@ -174,6 +186,8 @@ def identify(
             (default: `model.space.vector()`, the nominal block).
         prior_std: {name: σ in units of the prior range} of a Gaussian prior
             around `base` (names not given: flat).
+        robust: Cauchy scale c of the events' relative errors (0: least squares): a
+            label whose error is well above c (a slow strike's short, noisy slide) pulls less.
 
     Returns:
         An `IdentifyResult`. Same key and data, same result.
@@ -196,7 +210,7 @@ def identify(
         raise ValueError(f"prior_std names {unknown}; the space has {', '.join(space.names)}")
     prior_w = np.array([1.0 / (prior_std[nm] * np.sqrt(n)) if nm in prior_std else 0.0 for nm in names])
     base_u = jnp.asarray(np.clip(np.asarray(space.to_unit(jnp.asarray(base))), 0.0, 1.0), jnp.float32)
-    problem = _Problem(model, strikes, velocities, base_u, cols, jnp.asarray(prior_w, jnp.float32))
+    problem = _Problem(model, strikes, velocities, base_u, cols, jnp.asarray(prior_w, jnp.float32), robust)
     u_base = jnp.clip(base_u[jnp.asarray(cols)], 0.01, 0.99)[None]
     u_rand = jax.random.uniform(key, (n_starts - 1, len(cols)), minval=0.05, maxval=0.95)
     u0 = jnp.concatenate([u_base, u_rand])

@@ -50,6 +50,8 @@ class LabFitConfig:
     """How `fit_recording` identifies and fine-tunes.
 
     Attributes:
+        free: the parameters identified (default: all of the surrogate's space); the others keep
+            their nominal values (μ2: the slides').
         prior_std: Gaussian prior per parameter, in units of its prior range, around the nominal block.
         stage1_slide_std: μ2's prior σ in stage 1 (units of its range): held at stage 2's value.
         min_slide_std: floor of μ2's prior σ in the joint refinement (units of the range).
@@ -58,6 +60,7 @@ class LabFitConfig:
         finetune: fine-tuning settings (None: skip it).
     """
 
+    free: tuple[str, ...] | None = None
     prior_std: tuple[tuple[str, float], ...] = (
         ("mass", 0.3),
         ("com_x", 0.3),
@@ -65,6 +68,7 @@ class LabFitConfig:
         ("timeconst1", 0.5),
         ("torsion", 0.3),
     )
+    robust: float = 0.0
     stage1_slide_std: float = 1e-3
     min_slide_std: float = 0.01
     n_starts: int = 12
@@ -162,7 +166,7 @@ def fit_recording(
     prior = dict(config.prior_std)
     span_mu2 = space.high[space.index("mu2")] - space.low[space.index("mu2")]
     t0 = time.perf_counter()
-    common = dict(n_starts=config.n_starts, iterations=config.iterations)
+    common = dict(n_starts=config.n_starts, iterations=config.iterations, free=config.free, robust=config.robust)
     stage1 = identify(
         model, strikes, labels, key=k_stage1, base=base, prior_std=prior | {"mu2": config.stage1_slide_std}, **common
     )

@@ -18,6 +18,7 @@ space by central differences (one batch of rollouts for all of them).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -362,3 +363,107 @@ def slide_tracks(
         tracks.append(Track(tau, p))
         states.append(np.r_[v, p[0] - v_world * tau[0]])
     return tracks, np.asarray(states)
+
+
+def hybrid_tracks_c(
+    sim: StrikeSim,
+    model,
+    strikes: np.ndarray,
+    params: np.ndarray,
+    start_poses: np.ndarray,
+    t_touch: np.ndarray,
+    times: Sequence[np.ndarray],
+    *,
+    nthread: int = 0,
+) -> list[np.ndarray]:
+    """clashx's prediction of recorded tracks: the surrogate at the impact, MuJoCo C's slide after release.
+
+    The block rests at its start pose until the recorded touch, is at the
+    surrogate's release pose (start ⊕ its window displacement) at
+    t_touch + RELEASE_AFTER, moves linearly in between (inside the contact
+    window no recording sample is fitted), and slides from its predicted
+    release velocity after.
+
+    Args:
+        sim: the strike scene (slide model and space).
+        model: a `Surrogate` with `release(strike, params)` (velocity and window displacement).
+        strikes: (n, 3); params: (p,) or (n, p); start_poses: (n, 3); t_touch: (n,) recorded first touch, s.
+        times: n arrays of sample times, s after launch.
+
+    Returns:
+        n arrays (len(times[i]), 3) of poses (x, y, unwrapped yaw), world.
+    """
+    from ._strike import RELEASE_AFTER
+
+    strikes = np.asarray(strikes, np.float64)
+    n = len(strikes)
+    params = np.broadcast_to(np.asarray(params, np.float64), (n, sim.space.size))
+    out6 = np.asarray(jax.vmap(model.release)(jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)))
+    velocity, disp = out6[:, :3].astype(np.float64), out6[:, 3:].astype(np.float64)
+    release = np.stack([to_world(disp[i], np.asarray(start_poses[i], np.float64)) for i in range(n)])
+    t_release = np.asarray(t_touch, np.float64) + RELEASE_AFTER
+    duration = max(float(np.max(t) - tr) for t, tr in zip(times, t_release)) + sim.settings.dt_slide
+    local = local_tracks_c(sim, velocity, params, max(duration, sim.settings.dt_slide), nthread=nthread)
+    out = []
+    for i in range(n):
+        t = np.asarray(times[i], np.float64)
+        start = np.asarray(start_poses[i], np.float64)
+        after = to_world(sample(local[i], sim.settings.dt_slide, np.maximum(t - t_release[i], 0.0)), release[i])
+        w = np.clip((t - t_touch[i]) / RELEASE_AFTER, 0.0, 1.0)[:, None]
+        during = (1 - w) * start + w * release[i]
+        out.append(np.where((t >= t_release[i])[:, None], after, during))
+    return out
+
+
+SLIDE_PARAMS = ("mu2", "torsion", "com_x", "com_y")  # what one table and one block share across a file's slides
+
+
+def ingest_by_simulation(
+    recording: dict[str, Any],
+    where: str,
+    *,
+    sim: StrikeSim | None = None,
+    free: Sequence[str] = SLIDE_PARAMS,
+    iterations: int = 12,
+) -> dict[str, np.ndarray]:
+    """`clashx ingest --method sim`: each strike's release velocity from its slide, simulated by MuJoCo C.
+
+    The stop-time ingestion (`clashx._ingest`) validates the recording and
+    gives starting values; then every strike's release state (velocity and
+    pose) and the file's shared slide parameters (`free`, one table, one
+    block) are fitted to all tracks at once (`fit_slides`).  Each strike gets
+    the one-sigma of its velocity (`post_velocity_std`, the ground's
+    uncertainty marginalised in, inflated by the fit's χ²/dof when above 1).
+
+    Returns:
+        A validated strike event dict (as `ingest_strike_lab`'s) with post_velocity,
+        release_pose and post_velocity_std from the simulated fit; meta["estimator"] = "sim".
+    """
+    from ._events import validate_events
+    from ._ingest import ingest_strike_lab
+    from ._strike import make_strike_sim
+
+    events = dict(ingest_strike_lab(recording, where))
+    shape = str(events["shape"])
+    sim = sim or make_strike_sim(shape)
+    meta = json.loads(str(events["meta"]))
+    rows = np.flatnonzero(events["touched"] & np.isfinite(events["post_velocity"]).all(1))
+    tracks, states = slide_tracks(recording, events, rows)
+    decel = meta["prior"]["deceleration"]
+    mu2 = float(np.clip(decel[0] / 9.81, sim.space.low[1], sim.space.high[1])) if decel else 0.5
+    fit = fit_slides(sim, tracks, states, sim.space.vector(mu2=mu2), tuple(meta["noise"]), free=free,
+                     iterations=iterations)  # fmt: skip
+    velocity = np.array(events["post_velocity"], np.float64)
+    release = np.full((len(velocity), 3), np.nan)
+    std = np.full((len(velocity), 3), np.nan)
+    velocity[rows], release[rows] = fit.states[:, :3], fit.states[:, 3:]
+    std[rows] = np.sqrt(np.clip(np.diagonal(fit.state_cov[:, :3, :3], axis1=1, axis2=2), 0.0, None))
+    meta |= {
+        "estimator": "sim: release states and slide parameters fitted to the tracks through MuJoCo C (clashx._slide)",
+        "slide_params": {n: float(fit.params[sim.space.index(n)]) for n in free},
+        "slide_params_std": fit.param_std,
+        "chi2_dof": fit.chi2_dof,
+        "iterations": fit.iterations,
+    }
+    events |= {"post_velocity": velocity, "release_pose": release, "post_velocity_std": std, "meta": json.dumps(meta)}
+    return validate_events(events, where=where)

@@ -29,6 +29,7 @@ from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
 from ._ingest import ingest_strike_lab
 from ._io import write_json as write_json
+from ._plots import plot_alpha_curves
 from ._surrogate import Surrogate, load_or_shipped, predict, save_surrogate
 
 
@@ -278,32 +279,6 @@ def run_evaluate(
         )
         result["plot"] = plot
     return result
-
-
-def plot_alpha_curves(curves: dict, path: str, title: str = "") -> None:
-    """α-accuracy curves (CLASH Fig. 4) of several methods into one PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.6), dpi=120)
-    for name, (alphas, acc) in curves.items():
-        ax.plot(alphas, acc, label=name)
-    ax.axvline(0.1, color="0.6", lw=0.8, ls="--")
-    ax.set_xlabel("α (relative error bound)")
-    ax.set_ylabel("α-accuracy")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.01)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # as the other writers do
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp)
-    plt.close(fig)
-    os.replace(tmp, path)
 
 
 def run_predict(model_dir: str | None, params_path: str | None, events: str, out: str) -> int:
