@@ -235,8 +235,14 @@ def select(events: dict[str, Any], rows) -> dict[str, Any]:
 
 def concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Concatenate event dicts of one scene row-wise; scalar keys come from the first."""
-    schema = SCHEMAS[str(parts[0]["scene"])]
+    scene = str(parts[0]["scene"])
+    schema = SCHEMAS[scene]
     out = dict(parts[0])
-    for k in schema:
+    for k, (tail, _) in schema.items():
+        if any(k not in p for p in parts):
+            if k not in OPTIONAL[scene]:
+                raise EventFileError(f"events to join: a part lacks the key {k!r}")
+            out.pop(k, None)  # unknown in some parts: left out, read as NaN by validate_events
+            continue
         out[k] = np.concatenate([np.asarray(p[k]) for p in parts])
     return out
