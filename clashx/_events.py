@@ -238,7 +238,7 @@ def concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     scene = str(parts[0]["scene"])
     schema = SCHEMAS[scene]
     out = dict(parts[0])
-    for k, (tail, _) in schema.items():
+    for k in schema:
         if any(k not in p for p in parts):
             if k not in OPTIONAL[scene]:
                 raise EventFileError(f"events to join: a part lacks the key {k!r}")

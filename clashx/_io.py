@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
+import jax
 
 
 def write_json(path: str, obj) -> None:
@@ -122,7 +123,8 @@ def load_model_leaves(
     """
     path = os.path.join(os.fspath(run_dir), model_file)
     try:
-        skeleton = make()
+        with jax.enable_x64(False):  # the saved leaves are float32; under x64 a skeleton would be float64
+            skeleton = make()
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(
             f"{os.path.join(os.fspath(run_dir), meta_file)}: corrupt, describes no model ({type(e).__name__}: {e}); "

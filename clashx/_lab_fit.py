@@ -52,6 +52,9 @@ class LabFitConfig:
     Attributes:
         free: the parameters identified (default: all of the surrogate's space); the others keep
             their nominal values (μ2: the slides').
+        labels: how the tracks become velocities: "stop-time" (`clashx._ingest`, a slide
+            model per strike: the better on the lab's tracks) or "sim" (MuJoCo's slide fitted to
+            all tracks, `clashx._slide.ingest_by_simulation`: exact where the tracks are MuJoCo's).
         prior_std: Gaussian prior per parameter, in units of its prior range, around the nominal block.
         stage1_slide_std: μ2's prior σ in stage 1 (units of its range): held at stage 2's value.
         min_slide_std: floor of μ2's prior σ in the joint refinement (units of the range).
@@ -61,6 +64,7 @@ class LabFitConfig:
     """
 
     free: tuple[str, ...] | None = None
+    labels: str = "stop-time"
     prior_std: tuple[tuple[str, float], ...] = (
         ("mass", 0.3),
         ("com_x", 0.3),
@@ -149,7 +153,14 @@ def fit_recording(
     space = model.space
     times = {}
     t0 = time.perf_counter()
-    events = ingest_strike_lab(recording, where)
+    if config.labels not in ("stop-time", "sim"):
+        raise ValueError(f"labels {config.labels!r}: expected 'stop-time' or 'sim'")
+    if config.labels == "sim":
+        from ._slide import ingest_by_simulation
+
+        events = ingest_by_simulation(recording, where, sim=sim)
+    else:
+        events = ingest_strike_lab(recording, where)
     usable = np.flatnonzero(events["touched"] & np.isfinite(events["post_velocity"]).all(1))
     rows = usable if rows is None else np.intersect1d(np.asarray(rows), usable)
     if len(rows) < 2:

@@ -1,0 +1,144 @@
+"""Learning from tracks: the hybrid's track and its gradient, simulated ingestion, identification of the block."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import clashx
+from clashx import _baselines as bl
+from clashx import _lab_fit, _slide, _strike
+from clashx import _track_mjx as tm
+from clashx._generate import sample_strikes
+from clashx._surrogate import shipped_surrogate
+
+NOISE = (5e-4, 4e-3)  # the lab's motion-capture noise: position (m), yaw (rad)
+GRAD_RTOL = 1e-3  # forward mode through MJX's slide against central differences (float64): measured 2e-5
+ENGINE_TOL = 1e-6  # m, rad: the hybrid's track on MJX against MuJoCo C (measured 2e-7)
+INGEST_MEDIAN_TOL = 0.04  # velocities read off noisy simulated slides, the ground's μ2 estimated (measured 2.8 %)
+STATE_MEDIAN_TOL = 0.015  # the same with the ground given: each strike's release state alone (measured 0.8 %)
+MU2_TOL = 0.03  # ground friction from simulated slides' deceleration
+BODY_TOL = 0.1  # mass and centre of mass recovered through the surrogate, in units of their prior range
+
+
+def simulated_recording(sim, strikes, params, *, seed, duration=0.8):
+    """A lab-format recording of strikes simulated on MuJoCo C at `params`, with motion-capture noise."""
+    n = len(strikes)
+    times = [np.arange(0.0, duration, 1 / 120.0) for _ in range(n)]
+    tracks = _slide.strike_tracks_c(sim, strikes, params, times, np.zeros((n, 3)))
+    c = _strike.contact_phase_c(sim, strikes, np.broadcast_to(params, (n, sim.space.size)))
+    rng = np.random.default_rng(seed)
+    scale = np.array([NOISE[0], NOISE[0], NOISE[1]])
+    recording = {
+        "offsets": np.arange(n + 1) * len(times[0]),
+        "t": np.concatenate(times),
+        "block_pose": np.concatenate([tr + rng.normal(size=tr.shape) * scale for tr in tracks]),
+        "strike": strikes,
+        "touched": c.touched,
+        "t_first_touch": c.t_touch,
+        "shape": np.array(sim.shape),
+        "start_pose": np.zeros((n, 3)),
+    }
+    return recording, c
+
+
+def test_hybrid_track_loss_gradient_matches_central_differences(strike_sims):
+    """d(track loss)/d(params) by forward mode through the surrogate and MJX's slide, against differences."""
+    model32 = shipped_surrogate("square")
+    with jax.enable_x64(True):
+        sim = bl.as_float64(strike_sims("square"))
+        model = jax.tree.map(lambda a: a.astype(jnp.float64) if eqx_float(a) else a, model32)
+        p = jnp.asarray(sim.space.vector(mu2=0.3, com_x=0.002, torsion=0.01))
+        strike, start, touch = jnp.array([1.3, 0.05, 0.5]), jnp.zeros(3), jnp.asarray(0.02)
+        times = jnp.arange(0.0, 0.12, 1 / 120.0)
+        recorded = tm.hybrid_track(sim, model, strike, p, start, touch, times, 25) + 1e-3
+
+        def loss(q):
+            return tm.track_loss(sim, model, strike, q, start, touch, times, recorded, NOISE, 25)
+
+        grad = jax.jit(jax.jacfwd(loss))(p)
+        assert np.isfinite(np.asarray(grad)).all()
+        span = np.array(sim.space.high) - np.array(sim.space.low)
+        for j in range(sim.space.size):
+            h = 1e-4 * span[j]
+            fd = (loss(p.at[j].add(h)) - loss(p.at[j].add(-h))) / (2 * h)
+            assert float(grad[j]) == pytest.approx(float(fd), rel=GRAD_RTOL, abs=1e-6), sim.space.names[j]
+        # the same prediction on MuJoCo C (the CPU path of the pipeline)
+        c = _slide.hybrid_tracks_c(
+            strike_sims("square"), model32, np.asarray(strike)[None], np.asarray(p), np.zeros((1, 3)),
+            np.array([0.02]), [np.asarray(times)],
+        )[0]  # fmt: skip
+        np.testing.assert_allclose(c, np.asarray(tm.hybrid_track(sim, model, strike, p, start, touch, times, 25)),
+                                   atol=ENGINE_TOL)  # fmt: skip
+
+
+def eqx_float(a) -> bool:
+    return hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.floating)
+
+
+def test_simulated_ingestion_recovers_release_velocities(strike_sims):
+    """Slides simulated from known release velocities (flat, as MuJoCo's slide model starts), with noise.
+
+    The ground's friction is read off the pooled deceleration (not given), the other slide parameters
+    are the nominal ones the slides were made with.
+    """
+    sim = strike_sims("square")
+    truth = sim.space.vector(mu2=0.3)
+    rng = np.random.default_rng(0)
+    n = 8
+    velocity = np.c_[rng.uniform(-0.4, 0.4, n), rng.uniform(-0.7, -0.2, n), rng.uniform(-4, 4, n)]
+    local = _slide.local_tracks_c(sim, velocity, np.tile(truth, (n, 1)), 0.6)
+    t_touch, hz = 0.02, 120.0
+    times = np.arange(0.0, 0.6, 1 / hz)
+    t_release = t_touch + _strike.RELEASE_AFTER
+    poses = []
+    for i in range(n):
+        after = _slide.sample(local[i], sim.settings.dt_slide, np.maximum(times - t_release, 0.0))
+        pose = np.where((times >= t_release)[:, None], after, 0.0)
+        poses.append(pose + rng.normal(size=pose.shape) * [NOISE[0], NOISE[0], NOISE[1]])
+    recording = {
+        "offsets": np.arange(n + 1) * len(times), "t": np.tile(times, n), "block_pose": np.concatenate(poses),
+        "strike": np.tile([1.5, 0.0, 0.5], (n, 1)), "touched": np.ones(n, bool), "t_first_touch": np.full(n, t_touch),
+        "shape": np.array("square"),
+    }  # fmt: skip
+    events = _slide.ingest_by_simulation(recording, "synthetic", sim=sim)
+    err = np.asarray(clashx.relative_error(events["post_velocity"], velocity, 0.0408))
+    assert np.median(err) < INGEST_MEDIAN_TOL, err
+    assert np.isfinite(events["post_velocity_std"]).all()
+    tracks, states = _slide.slide_tracks(recording, events, np.arange(n))
+    given = _slide.fit_slides(sim, tracks, states, truth, NOISE, free=())
+    err = np.asarray(clashx.relative_error(given.states[:, :3], velocity, 0.0408))
+    assert np.median(err) < STATE_MEDIAN_TOL, err
+
+
+@pytest.fixture(scope="module")
+def simulated_square(strike_sims):
+    sim = strike_sims("square")
+    truth = sim.space.vector(mu1=0.4, mu2=0.35, e1=1.5, mass=0.28, com_x=0.004, com_y=-0.003, torsion=0.01)
+    strikes = np.asarray(sample_strikes(10, key=jax.random.PRNGKey(3)), np.float64)
+    recording, _ = simulated_recording(sim, strikes, truth, seed=0)
+    return sim, truth, recording
+
+
+def test_two_stage_fit_reads_the_ground_off_simulated_tracks(simulated_square):
+    sim, truth, recording = simulated_square
+    fit = _lab_fit.fit_recording(shipped_surrogate("square"), sim, recording, key=jax.random.PRNGKey(0))
+    assert fit.report["ground"]["mu2"] == pytest.approx(truth[sim.space.index("mu2")], abs=MU2_TOL)
+    assert np.all(np.isfinite(fit.std)) and fit.report["times"]["total_s"] > 0
+
+
+def test_identify_recovers_mass_and_centre_of_mass_through_the_surrogate():
+    """Velocities the surrogate gives at known parameters (2 % noise): the block's physics comes back."""
+    model = shipped_surrogate("square")
+    sp = model.space
+    truth = sp.vector(mu1=0.4, mu2=0.35, e1=1.5, mass=0.28, com_x=0.005, com_y=-0.004, torsion=0.01)
+    strikes = np.asarray(sample_strikes(30, key=jax.random.PRNGKey(5)), np.float64)
+    v = np.asarray(clashx.predict(model, strikes, truth))
+    v = v * (1 + 0.02 * np.random.default_rng(1).normal(size=v.shape))
+    res = clashx.identify(model, strikes, v, key=jax.random.PRNGKey(0), free=("mass", "com_x", "com_y"), base=truth)
+    span = np.array(sp.high) - np.array(sp.low)
+    for name in ("mass", "com_x", "com_y"):
+        j = sp.index(name)
+        assert abs(float(res.params[j]) - truth[j]) < BODY_TOL * span[j], (name, res.params[j], truth[j])
