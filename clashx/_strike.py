@@ -334,14 +334,13 @@ def simulate_strike(
     """
     c = contact_phase(sim, _with_params(sim, params), strike)
     q_end = slide_phase(sim, params, c.q_end, c.v_end, c.t_end) if to_rest else c.q_end
-    return StrikeEvent(
-        post_velocity=c.post_velocity,
-        release_pose=c.release_pose,
-        t_touch=c.t_touch,
-        t_release=c.t_release,
-        touched=c.touched,
-        rest_pose=block_pose(q_end),
-    )
+    return _event(c, block_pose(q_end))
+
+
+def _event(contact, rest_pose) -> StrikeEvent:
+    """The event of a contact phase's result (MJX's `ContactResult` or C's `ContactRecord`) and a rest pose."""
+    fields = ("post_velocity", "release_pose", "t_touch", "t_release", "touched")
+    return StrikeEvent(**{f: getattr(contact, f) for f in fields}, rest_pose=rest_pose)
 
 
 # MJX batches are vmapped in blocks of this many worlds: on a 2-core CPU with jax 0.10.2 one
@@ -409,14 +408,7 @@ def simulate_strikes_c(
         q_end = rec[np.arange(len(rec)), n_steps - 1]
     else:
         q_end = c.q_end
-    return StrikeEvent(
-        post_velocity=c.post_velocity,
-        release_pose=c.release_pose,
-        t_touch=c.t_touch,
-        t_release=c.t_release,
-        touched=c.touched,
-        rest_pose=np.asarray(_block_poses(jnp.asarray(q_end))),
-    )
+    return _event(c, np.asarray(_block_poses(jnp.asarray(q_end))))
 
 
 class ContactRecord(NamedTuple):

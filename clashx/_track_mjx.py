@@ -18,6 +18,7 @@ solver are wrong (`as_float64`'s docstring).
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
@@ -60,18 +61,28 @@ def _place(local, pose0):
     )  # fmt: skip
 
 
+class Query(eqx.Module):
+    """What a track is predicted for: one strike, where the block rested, when it was touched, when sampled.
+
+    Attributes:
+        strike: (θ, θ1, v_pre).
+        start_pose: (x, y, yaw) of the block at launch, world.
+        t_touch: the recorded first touch, s after launch.
+        times: (T,) sample times, s after launch.
+    """
+
+    strike: Float[Array, "3"]
+    start_pose: Float[Array, "3"]
+    t_touch: Float[Array, ""]
+    times: Float[Array, "T"]
+
+
 def hybrid_track(
-    sim: StrikeSim,
-    model: Surrogate,
-    strike: Float[Array, "3"],
-    params: Float[Array, "p"],
-    start_pose: Float[Array, "3"],
-    t_touch: Float[Array, ""],
-    times: Float[Array, "T"],
-    n_steps: int,
+    sim: StrikeSim, model: Surrogate, params: Float[Array, "p"], q: Query, n_steps: int
 ) -> Float[Array, "T 3"]:
-    """The block's predicted pose at `times` (s after launch): at rest before the touch, the surrogate's
-    release pose and velocity, MJX's slide (`n_steps` steps of dt_slide must cover the last time)."""
+    """The block's predicted pose at `q.times`: at rest before the touch, the surrogate's release pose and
+    velocity, MJX's slide after release (`n_steps` steps of dt_slide must cover the last time)."""
+    strike, start_pose, t_touch, times = q.strike, q.start_pose, q.t_touch, q.times
     out = model.release(strike, params)
     velocity, disp = out[:3], out[3:]
     release = _place(disp, start_pose)
@@ -90,11 +101,8 @@ def hybrid_track(
 def track_loss(
     sim: StrikeSim,
     model: Surrogate,
-    strike: Float[Array, "3"],
     params: Float[Array, "p"],
-    start_pose: Float[Array, "3"],
-    t_touch: Float[Array, ""],
-    times: Float[Array, "T"],
+    q: Query,
     recorded: Float[Array, "T 3"],
     noise: tuple[float, float],
     n_steps: int,
@@ -104,8 +112,8 @@ def track_loss(
     Samples inside the contact window (between touch and release) are not
     fitted: the hybrid does not model the block's path there.
     """
-    pred = hybrid_track(sim, model, strike, params, start_pose, t_touch, times, n_steps)
+    pred = hybrid_track(sim, model, params, q, n_steps)
     scale = jnp.array([1.0 / noise[0], 1.0 / noise[0], 1.0 / noise[1]], pred.dtype)
-    fitted = (times < t_touch) | (times >= t_touch + RELEASE_AFTER)
+    fitted = (q.times < q.t_touch) | (q.times >= q.t_touch + RELEASE_AFTER)
     r = (pred - recorded) * scale
     return jnp.sum(jnp.where(fitted[:, None], r**2, 0.0)) / jnp.maximum(jnp.sum(fitted) * 3, 1)

@@ -51,12 +51,12 @@ def test_hybrid_track_loss_gradient_matches_central_differences(strike_sims):
         sim = bl.as_float64(strike_sims("square"))
         model = jax.tree.map(lambda a: a.astype(jnp.float64) if eqx_float(a) else a, model32)
         p = jnp.asarray(sim.space.vector(mu2=0.3, com_x=0.002, torsion=0.01))
-        strike, start, touch = jnp.array([1.3, 0.05, 0.5]), jnp.zeros(3), jnp.asarray(0.02)
-        times = jnp.arange(0.0, 0.12, 1 / 120.0)
-        recorded = tm.hybrid_track(sim, model, strike, p, start, touch, times, 25) + 1e-3
+        strike, times = jnp.array([1.3, 0.05, 0.5]), jnp.arange(0.0, 0.12, 1 / 120.0)
+        query = tm.Query(strike, jnp.zeros(3), jnp.asarray(0.02), times)
+        recorded = tm.hybrid_track(sim, model, p, query, 25) + 1e-3
 
         def loss(q):
-            return tm.track_loss(sim, model, strike, q, start, touch, times, recorded, NOISE, 25)
+            return tm.track_loss(sim, model, q, query, recorded, NOISE, 25)
 
         grad = jax.jit(jax.jacfwd(loss))(p)
         assert np.isfinite(np.asarray(grad)).all()
@@ -70,8 +70,7 @@ def test_hybrid_track_loss_gradient_matches_central_differences(strike_sims):
             strike_sims("square"), model32, np.asarray(strike)[None], np.asarray(p), np.zeros((1, 3)),
             np.array([0.02]), [np.asarray(times)],
         )[0]  # fmt: skip
-        np.testing.assert_allclose(c, np.asarray(tm.hybrid_track(sim, model, strike, p, start, touch, times, 25)),
-                                   atol=ENGINE_TOL)  # fmt: skip
+        np.testing.assert_allclose(c, np.asarray(tm.hybrid_track(sim, model, p, query, 25)), atol=ENGINE_TOL)
 
 
 def eqx_float(a) -> bool:
