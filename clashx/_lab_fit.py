@@ -21,7 +21,10 @@ track.  `fit_recording` runs, in this order:
 4. **Joint refinement.** Multistart again from stage 1, with μ2's prior
    widened to stage 2's uncertainty (at least `min_slide_std` of its range);
    the uncertainty per parameter is the Laplace estimate.
-5. **Fine-tuning** (`clashx.finetune`): early-stopped by cross-validation
+5. **Local re-distillation** (`clashx._distil`): the surrogate refined on a
+   few thousand fresh MuJoCo C strikes around the identified parameters, so
+   that its own error where it is used shrinks (simulation only).
+6. **Fine-tuning** (`clashx.finetune`): early-stopped by cross-validation
    that holds out whole strikes.
 
 Nothing here reads the lab's parameter file or `post_velocity_true`.
@@ -37,6 +40,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from ._distil import LocalDistilConfig, distil_locally
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
 from ._ingest import ingest_strike_lab
@@ -60,6 +64,7 @@ class LabFitConfig:
         min_slide_std: floor of μ2's prior σ in the joint refinement (units of the range).
         n_starts: identification starts.
         iterations: Levenberg-Marquardt trials per start.
+        local: re-distillation around the identified parameters (`clashx._distil`; None: skip it).
         finetune: fine-tuning settings (None: skip it).
     """
 
@@ -77,6 +82,7 @@ class LabFitConfig:
     min_slide_std: float = 0.01
     n_starts: int = 12
     iterations: int = 30
+    local: LocalDistilConfig | None = LocalDistilConfig()
     finetune: FinetuneConfig | None = FinetuneConfig()
 
 
@@ -86,7 +92,7 @@ class LabFit(NamedTuple):
     Attributes:
         params: (p,) identified values of the surrogate's space.
         std: (p,) their one-sigma uncertainty.
-        model: the fine-tuned surrogate (the given one if fine-tuning took no step).
+        model: the surrogate after local re-distillation and fine-tuning.
         events: the ingested event dict of the recording (labels).
         rows: the rows (strikes) used.
         report: stages' results and timings, JSON-able.
@@ -173,7 +179,7 @@ def fit_recording(
     base = space.vector(mu2=float(np.clip(mu2, space.low[space.index("mu2")], space.high[space.index("mu2")])))
     times["ground_s"] = time.perf_counter() - t0
 
-    k_stage1, k_joint, k_ft = jax.random.split(key, 3)
+    k_stage1, k_joint, k_local, k_ft = jax.random.split(key, 4)
     prior = dict(config.prior_std)
     span_mu2 = space.high[space.index("mu2")] - space.low[space.index("mu2")]
     t0 = time.perf_counter()
@@ -188,10 +194,16 @@ def fit_recording(
     times["identify_s"] = time.perf_counter() - t0
     params = np.asarray(joint.params, np.float64)
 
-    tuned, ft_report = model, {"steps": 0, "reason": "fine-tuning skipped (config.finetune is None)"}
+    local, local_report = model, None
+    t0 = time.perf_counter()
+    if config.local is not None:
+        local, local_report = distil_locally(model, sim, params, key=k_local, config=config.local)
+    times["local_distil_s"] = time.perf_counter() - t0
+
+    tuned, ft_report = local, {"steps": 0, "reason": "fine-tuning skipped (config.finetune is None)"}
     t0 = time.perf_counter()
     if config.finetune is not None:
-        tuned, ft_report = finetune(model, strikes, labels, params, key=k_ft, config=config.finetune)
+        tuned, ft_report = finetune(local, strikes, labels, params, key=k_ft, config=config.finetune)
     times["finetune_s"] = time.perf_counter() - t0
 
     report = {
@@ -199,6 +211,7 @@ def fit_recording(
         "ground": {"mu2": mu2, "mu2_std": mu2_std, "from": "pooled slide deceleration / g"},
         "stage1": {"params": _named(space, stage1.params), "loss": float(stage1.loss)},
         "joint": {"params": _named(space, params), "std": _named(space, joint.std), "loss": float(joint.loss)},
+        "local_distil": local_report,
         "finetune": {k: v for k, v in ft_report.items() if k != "cv_curve"},
         "times": times | {"total_s": sum(times.values())},
     }

@@ -65,7 +65,7 @@ class CompareConfig:
 
     methods: tuple[str, ...] = ALL_METHODS
     cma_population: int = 16
-    cma_generations: int = 30
+    cma_generations: int = 60
     sysid_starts: int = 3
     sysid_iters: int = 12
     lab_fit: LabFitConfig = LabFitConfig()
