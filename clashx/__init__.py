@@ -25,6 +25,8 @@ from ._cube_rollout import hybrid_toss as hybrid_toss
 from ._cube_rollout import hybrid_tosses as hybrid_tosses
 from ._data import data_path as data_path
 from ._data import lab_recording as lab_recording
+from ._distil import LocalDistilConfig as LocalDistilConfig
+from ._distil import distil_locally as distil_locally
 from ._finetune import FinetuneConfig as FinetuneConfig
 from ._finetune import finetune as finetune
 from ._generate import GenerateConfig as GenerateConfig
@@ -41,6 +43,9 @@ from ._identify import IdentifyResult as IdentifyResult
 from ._identify import identify as identify
 from ._ingest import ingest_strike_file as ingest_strike_file
 from ._ingest_cube import ingest_cube_tosses as ingest_cube_tosses
+from ._lab_fit import LabFit as LabFit
+from ._lab_fit import LabFitConfig as LabFitConfig
+from ._lab_fit import fit_recording as fit_recording
 from ._metrics import alpha_accuracy as alpha_accuracy
 from ._metrics import alpha_curve as alpha_curve
 from ._metrics import relative_error as relative_error
@@ -55,8 +60,12 @@ from ._surrogate import load_surrogate as load_surrogate
 from ._surrogate import make_surrogate as make_surrogate
 from ._surrogate import predict as predict
 from ._surrogate import save_surrogate as save_surrogate
+from ._surrogate import shipped_surrogate as shipped_surrogate
 from ._toss import TossEvent as TossEvent
 from ._toss import TossSim as TossSim
 from ._toss import make_toss_sim as make_toss_sim
 from ._toss import simulate_toss as simulate_toss
 from ._toss import simulate_tosses_c as simulate_tosses_c
+from ._track_mjx import Query as Query
+from ._track_mjx import hybrid_track as hybrid_track
+from ._track_mjx import track_loss as track_loss
