@@ -9,14 +9,19 @@ method sees FIT only (its tracks, or the velocities ingested from them); it
 predicts TEST's post-impact velocities, scored against TEST's
 `post_velocity_true` (scoring only) at α = 0.05, 0.1, 0.2, plus the median
 relative error.  The methods are `clashx._strike_compare`'s (its docstring
-has the table); `clashx` is clashx's full pipeline and `mujoco_identified`
-MuJoCo identified with clashx's own objective (labels, ground friction from
-the slides, priors): the strongest MuJoCo fit here.  `--model` defaults to
-the shipped surrogate of the shape.
+has the table); `clashx` is clashx's full pipeline.  In the table,
+`mujoco_identified` is MuJoCo C identified by CMA-ES with clashx's own
+objective (labels, ground friction from the slides, priors).  In the JSON,
+`mujoco_identified` is MuJoCo's *best* identification of this run: the
+highest α = 0.1 accuracy among the MuJoCo-side fits (CMA-ES on 8 or 3
+parameters, `mujoco.sysid` on the tracks, MJX by gradient), picked on the
+test set itself, so in the baseline's favour; `details.mujoco_identified_is`
+names it and `mujoco_cmaes` keeps the CMA-ES row.  `--model` defaults to the
+shipped surrogate of the shape.
 
 Times are wall-clock seconds on this machine, the first call's compilation
-included; the "vs mujoco_identified" column is a method's α = 0.1 accuracy
-minus MuJoCo identified's, measured in the same run.  `--plot` writes the
+included; the "vs MuJoCo's best" column is a method's α = 0.1 accuracy
+minus the best MuJoCo-side fit's, measured in the same run.  `--plot` writes the
 α-curves of every method and, beside them (OUT-track.png), test strike 0's
 recorded track against MuJoCo identified's and clashx's.
 """
@@ -38,6 +43,9 @@ from clashx._io import write_json
 from clashx._plots import plot_alpha_curves, plot_tracks
 from clashx._strike_compare import ALL_METHODS, CompareConfig, compare, table, track_comparison
 from clashx._surrogate import load_or_shipped
+
+# MuJoCo-side identifications; the JSON's `mujoco_identified` is the best of them in this run
+MUJOCO_FITS = ("mujoco_identified", "mujoco_identified_3", "mujoco_sysid_tracks", "mjx_identified")
 
 
 def main() -> None:
@@ -69,10 +77,12 @@ def main() -> None:
     )  # fmt: skip
     print(table(result))
     rows = result["rows"]
-    ref = rows.get("mujoco_identified", {}).get("alpha_0.1")
-    if ref is not None:
+    mujoco_fits = [m for m in MUJOCO_FITS if m in rows]
+    best = max(mujoco_fits, key=lambda m: rows[m]["alpha_0.1"]) if mujoco_fits else None
+    if best is not None:
+        ref = rows[best]["alpha_0.1"]
         for name, r in rows.items():
-            print(f"  {name:<22} vs mujoco_identified: {r['alpha_0.1'] - ref:+.3f}")
+            print(f"  {name:<22} vs MuJoCo's best ({best}): {r['alpha_0.1'] - ref:+.3f}")
     device = f"{jax.default_backend()}: {jax.devices()[0].device_kind}, {os.cpu_count()} CPU cores"
     print(f"device {device}; wall time {time.perf_counter() - t0:.0f} s")
     if a.plot:
@@ -85,10 +95,14 @@ def main() -> None:
     if a.json:
         details = {n: {"scores": rows[n]} | d for n, d in result["details"].items()}
         out = {n: r["alpha_0.1"] for n, r in rows.items()}
+        if "mujoco_identified" in out:
+            out["mujoco_cmaes"] = out["mujoco_identified"]
+        if best is not None:
+            out["mujoco_identified"] = rows[best]["alpha_0.1"]
         out["details"] = json.loads(json.dumps(details, default=float)) | {
             "shape": a.shape, "fit": fit_path, "test": test_path, "n_fit": result["n_fit"],
             "n_test": result["n_test"], "device": device, "seed": a.seed,
-            "lab_fit": json.loads(json.dumps(result["lab_fit"], default=float)),
+            "mujoco_identified_is": best, "lab_fit": json.loads(json.dumps(result["lab_fit"], default=float)),
         }  # fmt: skip
         write_json(a.json, out)
         print(f"-> {a.json}")
