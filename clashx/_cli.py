@@ -214,6 +214,13 @@ def _cmd_demo(a: argparse.Namespace) -> int:
     return run_demo(out=a.out, shapes=shapes, seed=a.seed, cube=not a.no_cube)
 
 
+def _real_data_args(p: argparse.ArgumentParser, real_help: str, select_help: str) -> None:
+    """--model, --real and --select, as identify and finetune take them."""
+    p.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
+    p.add_argument("--real", required=True, help=real_help)
+    p.add_argument("--select", help=f"{select_help} (default: every touched strike)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `clashx` command."""
     ap = argparse.ArgumentParser(prog="clashx", description="Collision learning for robot simulators (CLASH).")
@@ -266,9 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
         "identify",
         help="the parameters from real strikes: a recording's tracks (two stages) or an event file, through the surrogate",
     )
-    q.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
-    q.add_argument("--real", required=True, help="strike recording (tracks) or event file (e.g. from `clashx ingest`)")
-    q.add_argument("--select", help="rows to fit on: 0:10 or 0,4,9 (default: every touched strike)")
+    _real_data_args(
+        q, "strike recording (tracks) or event file (e.g. from `clashx ingest`)", "rows to fit on: 0:10 or 0,4,9"
+    )
     q.add_argument("--out", required=True, help="PARAMS.json to write")
     q.add_argument("--starts", type=int, default=16, help="starting points optimised together (default 16)")
     q.add_argument("--seed", type=int, default=0)
@@ -278,9 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         "finetune",
         help="fine-tune the surrogate on real strikes (recording or events), early-stopped by cross-validation",
     )
-    f.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
-    f.add_argument("--real", required=True, help="strike recording (tracks) or event file")
-    f.add_argument("--select", help="rows to fine-tune on (default: every touched strike)")
+    _real_data_args(f, "strike recording (tracks) or event file", "rows to fine-tune on")
     f.add_argument("--params", required=True, help="PARAMS.json from `clashx identify`")
     f.add_argument("--out", required=True, help="run folder of the fine-tuned surrogate")
     f.add_argument("--lr", type=float, default=3e-4)
