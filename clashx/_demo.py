@@ -47,7 +47,8 @@ def strike_section(shape: str, out: str, seed: int, t0: float) -> dict:
     test = read_npz(lab_recording(shape, "test"), "strike recording")
     model = shipped_surrogate(shape)
     _say(f"{shape}: fitting on the 10 tracks of {lab_recording(shape, 'fit').name}", t0)
-    config = CompareConfig(methods=DEMO_METHODS, cma_generations=30)
+    # the bench's CMA-ES budget: with half of it MuJoCo identified scored 0.30 instead of 0.71 on the square
+    config = CompareConfig(methods=DEMO_METHODS)
     result = compare(
         model, fit, test, key=jax.random.PRNGKey(seed), config=config, log=lambda m: _say(f"{shape}: {m}", t0)
     )
