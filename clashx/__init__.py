@@ -66,6 +66,7 @@ from ._toss import TossSim as TossSim
 from ._toss import make_toss_sim as make_toss_sim
 from ._toss import simulate_toss as simulate_toss
 from ._toss import simulate_tosses_c as simulate_tosses_c
+from ._track_finetune import finetune_on_tracks as finetune_on_tracks
 from ._track_mjx import Query as Query
 from ._track_mjx import hybrid_track as hybrid_track
 from ._track_mjx import track_loss as track_loss

@@ -77,25 +77,46 @@ class Query(eqx.Module):
     times: Float[Array, "T"]
 
 
-def hybrid_track(
-    sim: StrikeSim, model: Surrogate, params: Float[Array, "p"], q: Query, n_steps: int
+def track_from_release(
+    sim: StrikeSim, release: Float[Array, "6"], params: Float[Array, "p"], q: Query, n_steps: int
 ) -> Float[Array, "T 3"]:
-    """The block's predicted pose at `q.times`: at rest before the touch, the surrogate's release pose and
-    velocity, MJX's slide after release (`n_steps` steps of dt_slide must cover the last time)."""
-    strike, start_pose, t_touch, times = q.strike, q.start_pose, q.t_touch, q.times
-    out = model.release(strike, params)
-    velocity, disp = out[:3], out[3:]
-    release = _place(disp, start_pose)
+    """The block's pose at `q.times` given the release prediction (vx, vy, ωz, dx, dy, dyaw): at rest before
+    the touch, moved linearly to the release pose through the window, MJX's slide after release (`n_steps`
+    steps of dt_slide must cover the last time)."""
+    start_pose, t_touch, times = q.start_pose, q.t_touch, q.times
+    velocity, disp = release[:3], release[3:]
+    at_release = _place(disp, start_pose)
     local = local_slide(sim, velocity, params, n_steps)
     dt = sim.settings.dt_slide
     t_release = t_touch + RELEASE_AFTER
     x = jnp.clip((times - t_release) / dt, 0.0, n_steps - 1e-6)
     i = jnp.floor(x).astype(jnp.int32)
     w = (x - i)[:, None]
-    after = _place((1 - w) * local[i] + w * local[i + 1], release)
+    after = _place((1 - w) * local[i] + w * local[i + 1], at_release)
     a = jnp.clip((times - t_touch) / RELEASE_AFTER, 0.0, 1.0)[:, None]
-    during = (1 - a) * start_pose + a * release
+    during = (1 - a) * start_pose + a * at_release
     return jnp.where((times >= t_release)[:, None], after, during)
+
+
+def hybrid_track(
+    sim: StrikeSim, model: Surrogate, params: Float[Array, "p"], q: Query, n_steps: int
+) -> Float[Array, "T 3"]:
+    """The block's predicted pose at `q.times`: at rest before the touch, the surrogate's release pose and
+    velocity, MJX's slide after release (`n_steps` steps of dt_slide must cover the last time)."""
+    return track_from_release(sim, model.release(q.strike, params), params, q, n_steps)
+
+
+def pose_loss(
+    pred: Float[Array, "T 3"], q: Query, recorded: Float[Array, "T 3"], noise: tuple[float, float], mask=None
+) -> Float[Array, ""]:
+    """Mean squared residual (predicted − recorded pose, over the noise std) of the samples outside the
+    contact window (and inside `mask`, (T,) bools, when given)."""
+    scale = jnp.array([1.0 / noise[0], 1.0 / noise[0], 1.0 / noise[1]], pred.dtype)
+    fitted = (q.times < q.t_touch) | (q.times >= q.t_touch + RELEASE_AFTER)
+    if mask is not None:
+        fitted = fitted & mask
+    r = (pred - recorded) * scale
+    return jnp.sum(jnp.where(fitted[:, None], r**2, 0.0)) / jnp.maximum(jnp.sum(fitted) * 3, 1)
 
 
 def track_loss(
@@ -112,8 +133,4 @@ def track_loss(
     Samples inside the contact window (between touch and release) are not
     fitted: the hybrid does not model the block's path there.
     """
-    pred = hybrid_track(sim, model, params, q, n_steps)
-    scale = jnp.array([1.0 / noise[0], 1.0 / noise[0], 1.0 / noise[1]], pred.dtype)
-    fitted = (q.times < q.t_touch) | (q.times >= q.t_touch + RELEASE_AFTER)
-    r = (pred - recorded) * scale
-    return jnp.sum(jnp.where(fitted[:, None], r**2, 0.0)) / jnp.maximum(jnp.sum(fitted) * 3, 1)
+    return pose_loss(hybrid_track(sim, model, params, q, n_steps), q, recorded, noise)
