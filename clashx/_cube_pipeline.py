@@ -163,6 +163,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     record("mujoco_nominal", p, rollout_c(sim, evs["initial_state"], p, n_frames), event_post(p), 0.0)
 
     # MuJoCo, identified by mujoco.sysid
+    log(f"  mujoco_identified: mujoco.sysid on the {config.fit} fit trajectories …")
     t0 = time.perf_counter()
     p, _ = identify_sysid(sim, fit["initial_state"], fit_tracks, max_iters=config.sysid_iters)
     t_fit = time.perf_counter() - t0
@@ -186,11 +187,13 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         record("mjx_identified", p, tracks_mjx, event_post(p), t_fit)
 
     # clashx: surrogate impact (identified, fine-tuned) + MJX rest (fitted from the surrogate's post states)
+    log("  clashx: impact parameters through the cube surrogate, then its CV fine-tuning …")
     t0 = time.perf_counter()
     surrogate = load_cube_surrogate(config.surrogate) if config.surrogate else shipped_cube_surrogate()
     p_imp, _ = identify_cube(surrogate, fit["pre_state"], fit["post_state"], key=k_id)
     tuned, report = finetune_cube(surrogate, fit["pre_state"], fit["post_state"], p_imp, key=k_ft)
     post_fit = _surrogate_post(tuned, fit["pre_state"], p_imp)
+    log(f"  clashx: fine-tuning {report['steps']} steps; MJX's post-impact parameters by Levenberg-Marquardt …")
     p_rest, _ = identify_trajectory_mjx(
         sim,
         post_fit,
@@ -202,6 +205,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         init=p_imp,  # the impact's parameters, identified through the surrogate, are the first guess
     )
     t_fit = time.perf_counter() - t0
+    log(f"  clashx: rolling {n_eval} tosses out through the hybrid …")
     tracks_cx = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest)
     post_cx = _surrogate_post(tuned, evs["pre_state"], p_imp)
     record("clashx", p_imp, tracks_cx, post_cx, t_fit, {"rest_params": p_rest.tolist(), "finetune": report})
