@@ -399,19 +399,18 @@ def hybrid_tracks_c(
     n = len(strikes)
     params = np.broadcast_to(np.asarray(params, np.float64), (n, sim.space.size))
     out6 = np.asarray(jax.vmap(model.release)(jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)))
-    velocity, disp = out6[:, :3].astype(np.float64), out6[:, 3:].astype(np.float64)
-    release = np.stack([to_world(disp[i], np.asarray(start_poses[i], np.float64)) for i in range(n)])
+    velocity = out6[:, :3].astype(np.float64)
     t_release = np.asarray(t_touch, np.float64) + RELEASE_AFTER
     duration = max(float(np.max(t) - tr) for t, tr in zip(times, t_release)) + sim.settings.dt_slide
     local = local_tracks_c(sim, velocity, params, max(duration, sim.settings.dt_slide), nthread=nthread)
+    from ._track_mjx import Query, place_track  # the one track rule, also MJX's
+
     out = []
     for i in range(n):
-        t = np.asarray(times[i], np.float64)
-        start = np.asarray(start_poses[i], np.float64)
-        after = to_world(sample(local[i], sim.settings.dt_slide, np.maximum(t - t_release[i], 0.0)), release[i])
-        w = np.clip((t - t_touch[i]) / RELEASE_AFTER, 0.0, 1.0)[:, None]
-        during = (1 - w) * start + w * release[i]
-        out.append(np.where((t >= t_release[i])[:, None], after, during))
+        q = Query(
+            strikes[i], np.asarray(start_poses[i], np.float64), np.float64(t_touch[i]), np.asarray(times[i], np.float64)
+        )
+        out.append(np.asarray(place_track(local[i], sim.settings.dt_slide, out6[i].astype(np.float64), q), np.float64))
     return out
 
 

@@ -88,10 +88,6 @@ def track_batch(sim: StrikeSim, recording: dict[str, Any], *, rows=None, window:
     return TrackBatch(query, np.stack([pad(p, c) for p, c in zip(poses, cut)]), mask, noise, n_steps)
 
 
-def _f64(tree):
-    return jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, tree)
-
-
 def _f32(tree):
     return jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, tree)
 
@@ -128,7 +124,7 @@ def finetune_on_tracks(
     n = len(batch.poses)
     config, fold_of = cv_folds(key, n, config, what="tracks")
     with jax.enable_x64(True):
-        sim64, base = as_float64(sim), _f64(model)
+        sim64, base = as_float64(sim), as_float64(model)
         p = jnp.asarray(params, jnp.float64)
         q = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), batch.query)
         poses, mask = jnp.asarray(batch.poses, jnp.float64), jnp.asarray(batch.mask)

@@ -77,25 +77,28 @@ class Query(eqx.Module):
     times: Float[Array, "T"]
 
 
-def track_from_release(
-    sim: StrikeSim, release: Float[Array, "6"], params: Float[Array, "p"], q: Query, n_steps: int
-) -> Float[Array, "T 3"]:
-    """The block's pose at `q.times` given the release prediction (vx, vy, ωz, dx, dy, dyaw): at rest before
-    the touch, moved linearly to the release pose through the window, MJX's slide after release (`n_steps`
-    steps of dt_slide must cover the last time)."""
-    start_pose, t_touch, times = q.start_pose, q.t_touch, q.times
-    velocity, disp = release[:3], release[3:]
-    at_release = _place(disp, start_pose)
-    local = local_slide(sim, velocity, params, n_steps)
-    dt = sim.settings.dt_slide
-    t_release = t_touch + RELEASE_AFTER
-    x = jnp.clip((times - t_release) / dt, 0.0, n_steps - 1e-6)
+def place_track(local: Float[Array, "k 3"], dt: float, release: Float[Array, "6"], q: Query) -> Float[Array, "T 3"]:
+    """The hybrid's track rule, for both engines: the block rests at its start pose until the touch, moves
+    linearly to the release pose (start ⊕ the window's displacement) through the window, then follows the
+    slide `local` (poses every `dt` from release, block at the origin) placed at the release pose."""
+    at_release = _place(release[3:], q.start_pose)
+    t_release = q.t_touch + RELEASE_AFTER
+    x = jnp.clip((q.times - t_release) / dt, 0.0, local.shape[0] - 1 - 1e-6)
     i = jnp.floor(x).astype(jnp.int32)
     w = (x - i)[:, None]
     after = _place((1 - w) * local[i] + w * local[i + 1], at_release)
-    a = jnp.clip((times - t_touch) / RELEASE_AFTER, 0.0, 1.0)[:, None]
-    during = (1 - a) * start_pose + a * at_release
-    return jnp.where((times >= t_release)[:, None], after, during)
+    a = jnp.clip((q.times - q.t_touch) / RELEASE_AFTER, 0.0, 1.0)[:, None]
+    during = (1 - a) * q.start_pose + a * at_release
+    return jnp.where((q.times >= t_release)[:, None], after, during)
+
+
+def track_from_release(
+    sim: StrikeSim, release: Float[Array, "6"], params: Float[Array, "p"], q: Query, n_steps: int
+) -> Float[Array, "T 3"]:
+    """The block's pose at `q.times` given the release prediction (vx, vy, ωz, dx, dy, dyaw): `place_track`
+    on MJX's slide (`n_steps` steps of dt_slide must cover the last time)."""
+    local = local_slide(sim, release[:3], params, n_steps)
+    return place_track(local, sim.settings.dt_slide, release, q)
 
 
 def hybrid_track(
