@@ -17,12 +17,17 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 @pytest.fixture(scope="session")
 def strike_sims():
-    """One StrikeSim per shape, built lazily."""
+    """One StrikeSim per shape, built lazily and always in float32.
+
+    A test may first ask for a scene inside `jax.enable_x64(True)`; built there, its arrays would be float64
+    and every later float32 test would get a scene whose MJX scan carries change dtype.
+    """
     cache: dict[str, _strike.StrikeSim] = {}
 
     def get(shape: str) -> _strike.StrikeSim:
         if shape not in cache:
-            cache[shape] = clashx.make_strike_sim(shape)
+            with jax.enable_x64(False):
+                cache[shape] = clashx.make_strike_sim(shape)
         return cache[shape]
 
     return get
