@@ -6,9 +6,9 @@ from ._events import save_events as save_events
 from ._geometry import SHAPES as SHAPES
 from ._geometry import impact_geometry as impact_geometry
 from ._params import ParamSpace as ParamSpace
-from ._params import cube_space as cube_space
-from ._params import strike_space as strike_space
 from ._scenes import SolverSettings as SolverSettings
+from ._spaces import cube_space as cube_space
+from ._spaces import strike_space as strike_space
 from ._strike import StrikeEvent as StrikeEvent
 from ._strike import StrikeSim as StrikeSim
 from ._strike import make_strike_sim as make_strike_sim

@@ -44,7 +44,8 @@ import numpy as np
 
 from . import _toss
 from ._io import check_space, load_model_leaves, read_model_meta, save_model
-from ._params import ParamSpace, cube_space
+from ._params import ParamSpace
+from ._spaces import cube_space
 from ._types import Array, Float, PRNGKeyArray
 
 MODEL_FILE = "cube_surrogate.eqx"

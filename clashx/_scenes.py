@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 from . import _geometry as geo
-from ._params import STRIKER_TIMECONST as STRIKER_TIMECONST  # SCENE.md's striker-block time constant, s
+from ._spaces import STRIKER_TIMECONST as STRIKER_TIMECONST  # SCENE.md's striker-block time constant, s
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,8 @@ import numpy as np
 from . import _batch, _scenes
 from . import _geometry as geo
 from ._mjx import mjx
-from ._params import Layout, ParamSpace, strike_space
+from ._params import Layout, ParamSpace
+from ._spaces import strike_space
 from ._types import Array, Bool, Float
 
 RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away

@@ -36,7 +36,8 @@ import jax.numpy as jnp
 
 from . import _geometry as geo
 from ._io import check_space, load_model_leaves, read_model_meta, save_model
-from ._params import ParamSpace, strike_space
+from ._params import ParamSpace
+from ._spaces import strike_space
 from ._types import Array, Float, PRNGKeyArray
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more

@@ -70,7 +70,8 @@ import numpy as np
 
 from . import _batch, _scenes
 from ._mjx import mjx
-from ._params import ParamSpace, cube_space
+from ._params import ParamSpace
+from ._spaces import cube_space
 from ._types import Array, Bool, Float, PRNGKeyArray
 
 FRAME_DT = 1.0 / 148.0  # s between frames of the ContactNets recordings
