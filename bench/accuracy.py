@@ -8,7 +8,7 @@ FIT and TEST are strike-lab recordings (default: the shipped lab-A ones,
 method sees FIT only (its tracks, or the velocities ingested from them); it
 predicts TEST's post-impact velocities, scored against TEST's
 `post_velocity_true` (scoring only) at α = 0.05, 0.1, 0.2, plus the median
-relative error.  The methods are `clashx._strike_compare`'s (its docstring
+relative error.  The methods are `clashx.workflows._strike_compare`'s (its docstring
 has the table); `clashx` is clashx's full pipeline.  In the table,
 `mujoco_identified` is MuJoCo C identified by CMA-ES with clashx's own
 objective (labels, ground friction from the slides, priors).  In the JSON,
@@ -35,14 +35,14 @@ import time
 
 import jax
 
-from clashx import _geometry as geo
-from clashx import _metrics
-from clashx._data import lab_recording
-from clashx._events import read_npz
-from clashx._io import write_json
-from clashx._plots import plot_alpha_curves, plot_tracks
-from clashx._strike_compare import ALL_METHODS, CompareConfig, compare, table, track_comparison
-from clashx._surrogate import load_or_shipped
+from clashx.core._io import write_json
+from clashx.events import _metrics
+from clashx.events._data import lab_recording
+from clashx.events._events import read_npz
+from clashx.scenes import _geometry as geo
+from clashx.surrogate._surrogate import load_or_shipped
+from clashx.workflows._plots import plot_alpha_curves, plot_tracks
+from clashx.workflows._strike_compare import ALL_METHODS, CompareConfig, compare, table, track_comparison
 
 # MuJoCo-side identifications; the JSON's `mujoco_identified` is the best of them in this run
 MUJOCO_FITS = ("mujoco_identified", "mujoco_identified_3", "mujoco_sysid_tracks", "mjx_identified")

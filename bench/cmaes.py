@@ -21,9 +21,9 @@ Methods:
                      (ground friction from the slides, the same priors), then the slide's parameters
                      refit on the fit rest poses
   clashx             the surrogate (shipped, or --models DIR/SHAPE), two-stage identification on the fit
-                     tracks and fine-tuning (`clashx._lab_fit`), then the same refit through CPU-hybrid
+                     tracks and fine-tuning (`clashx.learn._lab_fit`), then the same refit through CPU-hybrid
                      rollouts; CMA-ES over CPU-hybrid rollouts
-Both refits are the same (`clashx._optimize.identify_from_rest`: CMA-ES, 16 × 15, mu2, torsion and the
+Both refits are the same (`clashx.optimize._optimize.identify_from_rest`: CMA-ES, 16 × 15, mu2, torsion and the
 centre of mass, from the velocity fit).
   mujoco_identified_velocity, clashx_velocity   the same without the refit (velocities only, as in CLASH)
 The strikes each method chooses run in the lab (block reset to the start each time); the error is the
@@ -44,15 +44,17 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from clashx import _baselines as bl
-from clashx import _geometry as geo
-from clashx import _hybrid, _optimize, _strike
-from clashx._data import lab_recording
-from clashx._events import read_npz
-from clashx._ingest import ingest_strike_lab
-from clashx._io import write_json
-from clashx._lab_fit import LabFitConfig, fit_recording
-from clashx._surrogate import load_or_shipped
+from clashx.baselines import _baselines as bl
+from clashx.core._io import write_json
+from clashx.events._data import lab_recording
+from clashx.events._events import read_npz
+from clashx.events._ingest import ingest_strike_lab
+from clashx.hybrid import _hybrid
+from clashx.learn._lab_fit import LabFitConfig, fit_recording
+from clashx.optimize import _optimize
+from clashx.scenes import _geometry as geo
+from clashx.scenes import _strike
+from clashx.surrogate._surrogate import load_or_shipped
 
 LAB_DIR = Path(__file__).resolve().parents[2] / "shared" / "lab"
 MBO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx", "mujoco_identified_velocity", "clashx_velocity")
@@ -104,7 +106,7 @@ SLIDE_REFIT = ("mu2", "torsion", "com_x", "com_y")  # what ten rest poses inform
 def identify_methods(shape: str, rec: dict, models: str | None, sims: dict, *, seed: int) -> dict:
     """{method: (params, handler or None, details)} for the MBO methods.
 
-    clashx: its two-stage pipeline on the fit tracks (`clashx._lab_fit`), fine-tuned; MuJoCo identified:
+    clashx: its two-stage pipeline on the fit tracks (`clashx.learn._lab_fit`), fine-tuned; MuJoCo identified:
     CMA-ES on MuJoCo C with clashx's objective (the same labels, ground friction and priors).  Both then
     refit the slide's parameters on the fit strikes' rest poses (`identify_from_rest`, the same CMA-ES).
     """

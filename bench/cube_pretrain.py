@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from clashx._cube_learn import CubePretrainConfig, pretrain_cube
+from clashx.learn._cube_learn import CubePretrainConfig, pretrain_cube
 
 
 def main() -> None:

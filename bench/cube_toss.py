@@ -6,7 +6,7 @@
 Ten tosses (`--fit`) are drawn from `--tosses` (default: the ones shipped in
 clashx/data/contactnets_cube/); every method is fitted on them and rolled out
 from the initial state of every other toss (or of every toss of `--eval`),
-over its recorded frames (`clashx._cube_pipeline`):
+over its recorded frames (`clashx.workflows._cube_pipeline`):
 
   mujoco_nominal     MuJoCo C, μ 0.15 and MuJoCo's default solref (0.02 s, 1)
   mujoco_identified  MuJoCo C, (μ, time constant, damping ratio) by mujoco.sysid on the fit trajectories
@@ -15,7 +15,7 @@ over its recorded frames (`clashx._cube_pipeline`):
                      the fit impacts) over the first 27 ms impact window, MJX after it (parameters fitted by
                      Levenberg-Marquardt through MJX from the surrogate's post-impact states)
 
-Errors (`clashx._cube_fit`), w = cube width 0.1048 m, per toss over all its
+Errors (`clashx.baselines._cube_fit`), w = cube width 0.1048 m, per toss over all its
 recorded frames k = 0 … K-1 from the first: position ‖p_sim − p_real‖ / w in %,
 averaged over k; "at rest" the same at the last frame; rotation the angle of
 R_simᵀ R_real in degrees, averaged over k.  Reported: mean ± std over the
@@ -38,9 +38,9 @@ import time
 
 import jax
 
-from clashx._cube_pipeline import METHODS, CubeTossConfig, run_cube_toss, save_json, summary_table
-from clashx._data import data_path
-from clashx._plots import plot_tosses
+from clashx.events._data import data_path
+from clashx.workflows._cube_pipeline import METHODS, CubeTossConfig, run_cube_toss, save_json, summary_table
+from clashx.workflows._plots import plot_tosses
 
 
 def main() -> None:

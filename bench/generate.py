@@ -3,7 +3,7 @@
     python bench/generate.py --shape semi-cylinder --n 1024 [--no-rest] [--json OUT]
 
 Both engines simulate the same sampled strikes and parameters (seeded) with the
-same rule (clashx._strike); MJX's compile time is reported apart from its run
+same rule (clashx.scenes._strike); MJX's compile time is reported apart from its run
 time; the ratio is MJX run time over MuJoCo C time (> 1: C is faster).  Also
 prints how well the two agree (α = 0.1 accuracy of MJX against C).
 """
@@ -19,9 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from clashx import _geometry as geo
-from clashx import _metrics, _strike
-from clashx._generate import sample_strikes
+from clashx.events import _metrics
+from clashx.events._generate import sample_strikes
+from clashx.scenes import _geometry as geo
+from clashx.scenes import _strike
 
 
 def compare_engines(shape: str, n: int, seed: int, *, to_rest: bool = True, repeats: int = 1) -> dict:

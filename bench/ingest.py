@@ -18,13 +18,13 @@ import time
 
 import numpy as np
 
-from clashx import _geometry as geo
-from clashx import _metrics
-from clashx._data import lab_recording
-from clashx._events import read_npz
-from clashx._ingest import ingest_strike_lab
-from clashx._io import write_json
-from clashx._slide import ingest_by_simulation
+from clashx.core._io import write_json
+from clashx.events import _metrics
+from clashx.events._data import lab_recording
+from clashx.events._events import read_npz
+from clashx.events._ingest import ingest_strike_lab
+from clashx.hybrid._slide import ingest_by_simulation
+from clashx.scenes import _geometry as geo
 
 
 def main() -> None:

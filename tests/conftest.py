@@ -10,7 +10,7 @@ import jax
 import pytest
 
 import clashx
-from clashx import _strike
+from clashx.scenes import _strike
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

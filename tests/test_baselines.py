@@ -1,4 +1,4 @@
-"""Baselines of the accuracy bench: CMA-ES identification, MJX forward-mode gradients, MLP fits (clashx._baselines)."""
+"""Baselines of the accuracy bench: CMA-ES identification, MJX forward-mode gradients, MLP fits (clashx.baselines._baselines)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx import _baselines as bl
-from clashx import _geometry as geo
-from clashx._generate import sample_strikes
-from clashx._metrics import relative_error
+from clashx.baselines import _baselines as bl
+from clashx.events._generate import sample_strikes
+from clashx.events._metrics import relative_error
+from clashx.scenes import _geometry as geo
 
 SHAPE = "square"
 TRUE_CONTACT = {"mu1": 0.4, "mu2": 0.3, "e1": 0.8}  # the synthetic events' (μ1, μ2, e1); the rest nominal

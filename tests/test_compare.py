@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 import clashx
-from clashx import _geometry as geo
-from clashx import _metrics, _strike
-from clashx._distil import LocalDistilConfig, distil_locally
-from clashx._events import read_npz
-from clashx._generate import sample_strikes
-from clashx._lab_fit import LabFitConfig
-from clashx._strike_compare import CompareConfig, compare, lab_truth
-from clashx._surrogate import shipped_surrogate
+from clashx.events import _metrics
+from clashx.events._events import read_npz
+from clashx.events._generate import sample_strikes
+from clashx.learn._distil import LocalDistilConfig, distil_locally
+from clashx.learn._lab_fit import LabFitConfig
+from clashx.scenes import _geometry as geo
+from clashx.scenes import _strike
+from clashx.surrogate._surrogate import shipped_surrogate
+from clashx.workflows._strike_compare import CompareConfig, compare, lab_truth
 
 QUICK = LabFitConfig(n_starts=4, iterations=12, local=LocalDistilConfig(n=512, steps=60), finetune=None)
 # The shipped square surrogate identified on the ten shipped lab-A strikes scores 0.66 at α = 0.1 on the 200

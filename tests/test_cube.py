@@ -8,11 +8,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx import _cube as C
-from clashx import _cube_fit as F
-from clashx import _cube_learn as L
-from clashx import _cube_rollout as R
-from clashx import _toss as T
+from clashx.baselines import _cube_fit as F
+from clashx.hybrid import _cube_rollout as R
+from clashx.learn import _cube_learn as L
+from clashx.scenes import _toss as T
+from clashx.surrogate import _cube as C
 
 # Tolerances, with where they come from.
 ROUND_TRIP_TOL = 1e-5  # m, m/s, rad/s: float32 frame changes of the targets

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from clashx import EventFileError, load_events, save_events
-from clashx._events import FORMAT
+from clashx.events._events import FORMAT
 
 
 def _strike_events(n=3):

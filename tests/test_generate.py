@@ -8,8 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from clashx import _generate, load_events, strike_space
-from clashx._cli import main as cli_main
+from clashx import load_events, strike_space
+from clashx.events import _generate
+from clashx.workflows._cli import main as cli_main
 
 
 def _config(tmp_path, name, **kw):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from clashx import _geometry as geo
+from clashx.scenes import _geometry as geo
 
 POINT_TOL = 1e-6  # m
 NORMAL_TOL = 1e-6

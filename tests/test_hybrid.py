@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 
 import clashx
-from clashx import _cli, _hybrid, _optimize, _scenes, _strike
-from clashx import _geometry as geo
-from clashx._generate import sample_strikes
+from clashx.events._generate import sample_strikes
+from clashx.hybrid import _hybrid
+from clashx.optimize import _optimize
+from clashx.scenes import _geometry as geo
+from clashx.scenes import _scenes, _strike
+from clashx.workflows import _cli
 
 ROUND_TRIP_TOL = 1e-4  # rad and m/s: strike → launch state → strike, float32
 ENGINE_TOL_M = 2e-3  # MJX hybrid vs the MuJoCo C fallback, same rule and handler (measured ≤ 0.9 mm)

@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 import clashx
-from clashx._events import EventFileError, load_events, save_events, validate_events
-from clashx._geometry import characteristic_length, footprint_com
-from clashx._ingest import (
+from clashx.events._events import EventFileError, load_events, save_events, validate_events
+from clashx.events._ingest import (
     MAX_DECELERATION,
     MAX_SPIN_DECELERATION,
     MIN_SLIDE_SAMPLES,
@@ -23,7 +22,8 @@ from clashx._ingest import (
     ingest_strike_file,
     ingest_strike_lab,
 )
-from clashx._metrics import relative_error
+from clashx.events._metrics import relative_error
+from clashx.scenes._geometry import characteristic_length, footprint_com
 
 HZ = 120.0
 POS_NOISE, YAW_NOISE = 5e-4, 4e-3  # the lab's motion-capture noise (SCENE.md)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import clashx
-from clashx import _geometry as geo
-from clashx import _surrogate
+from clashx.scenes import _geometry as geo
+from clashx.surrogate import _surrogate
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_pretrain_killed_mid_run_resumes_to_the_same_weights(small_data, tmp_pat
 
 def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_path, capsys):
     """The file-level commands run on an event file, write their outputs, and agree with the library."""
-    from clashx._cli import main
+    from clashx.workflows._cli import main
 
     run, data = str(small_model), str(small_data)
     params = str(tmp_path / "params.json")

@@ -1,4 +1,4 @@
-"""The safe square root given to MJX's solver: present, still needed, and right (clashx._mjx)."""
+"""The safe square root given to MJX's solver: present, still needed, and right (clashx.core._mjx)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from clashx import _mjx
+from clashx.core import _mjx
 
 SLOPE_TOL = 1e-6
 
@@ -17,7 +17,7 @@ def test_the_solver_module_still_takes_jnp_sqrt():
     """Fails if MJX's solver stops importing jax.numpy as `jp` or stops calling `jp.sqrt`: revisit the patch."""
     from mujoco.mjx._src import solver
 
-    assert _mjx.PATCHED, "mujoco.mjx._src.solver no longer has `jp = jax.numpy`; clashx._mjx cannot patch it"
+    assert _mjx.PATCHED, "mujoco.mjx._src.solver no longer has `jp = jax.numpy`; clashx.core._mjx cannot patch it"
     assert solver.jp.sqrt is _mjx.safe_sqrt
     assert "jp.sqrt(" in inspect.getsource(solver)
 

@@ -9,9 +9,9 @@ import mujoco.batch
 import numpy as np
 import pytest
 
-from clashx import _geometry as geo
-from clashx import _scenes, _strike
-from clashx._mjx import mjx
+from clashx.core._mjx import mjx
+from clashx.scenes import _geometry as geo
+from clashx.scenes import _scenes, _strike
 
 # Every field MuJoCo derives from the written ones; the edited XML is printed to 10 significant digits.
 FIELDS = (

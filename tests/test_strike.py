@@ -7,10 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx import _geometry as geo
-from clashx import _metrics, _strike
-from clashx._generate import sample_strikes
-from clashx._mjx import mjx
+from clashx.core._mjx import mjx
+from clashx.events import _metrics
+from clashx.events._generate import sample_strikes
+from clashx.scenes import _geometry as geo
+from clashx.scenes import _strike
 
 N_STRIKES = 12
 # MJX against MuJoCo C, median relative error of the post-impact velocity (clashx.metrics). Contact

@@ -1,4 +1,4 @@
-"""mujoco.sysid on recorded strike tracks (clashx._strike_sysid): recovery from synthetic recordings, bad input."""
+"""mujoco.sysid on recorded strike tracks (clashx.baselines._strike_sysid): recovery from synthetic recordings, bad input."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import jax
 import numpy as np
 import pytest
 
-from clashx._generate import sample_strikes
-from clashx._slide import strike_tracks_c
-from clashx._strike import contact_phase_c
-from clashx._strike_sysid import identify_tracks_sysid, read_tracks
+from clashx.baselines._strike_sysid import identify_tracks_sysid, read_tracks
+from clashx.events._generate import sample_strikes
+from clashx.hybrid._slide import strike_tracks_c
+from clashx.scenes._strike import contact_phase_c
 
 SHAPE = "square"
 # The identified ones, off the prior's nominal (0.5, 0, 0).  Mass is not among them: on 0.3 s tracks it

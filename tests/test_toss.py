@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import clashx
-from clashx import _toss as T
-from clashx._events import EventFileError, validate_events
-from clashx._ingest_cube import MIN_TOSS_FRAMES, ingest_cube_tosses, load_cube_tracks
+from clashx.events._events import EventFileError, validate_events
+from clashx.events._ingest_cube import MIN_TOSS_FRAMES, ingest_cube_tosses, load_cube_tracks
+from clashx.scenes import _toss as T
 
 REAL = clashx.data_path("contactnets_cube/tosses.npz")  # shipped with clashx
 

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 import clashx
-from clashx import _baselines as bl
-from clashx import _slide, _strike
-from clashx import _track_mjx as tm
-from clashx._generate import sample_strikes
-from clashx._surrogate import shipped_surrogate
+from clashx.baselines import _baselines as bl
+from clashx.events._generate import sample_strikes
+from clashx.hybrid import _slide
+from clashx.hybrid import _track_mjx as tm
+from clashx.scenes import _strike
+from clashx.surrogate._surrogate import shipped_surrogate
 
 NOISE = (5e-4, 4e-3)  # the lab's motion-capture noise: position (m), yaw (rad)
 GRAD_RTOL = 1e-3  # forward mode through MJX's slide against central differences (float64): measured 2e-5
@@ -130,7 +131,7 @@ FIT_IN_FRESH_PROCESS = """
 import json, sys
 import jax, numpy as np
 import clashx
-from clashx._lab_fit import fit_recording
+from clashx.learn._lab_fit import fit_recording
 rec = dict(np.load(sys.argv[1]))
 fit = fit_recording(clashx.shipped_surrogate("square"), clashx.make_strike_sim("square"), rec, key=jax.random.PRNGKey(0))
 print(json.dumps({"mu2": fit.report["ground"]["mu2"], "std_finite": bool(np.isfinite(fit.std).all()),
@@ -173,8 +174,8 @@ TRACK_FT_GAIN = 0.65  # fine-tuning on exact tracks must cut a 15 % speed error 
 def test_finetuning_on_tracks_corrects_a_systematic_speed_error(simulated_square):
     """MuJoCo C's own tracks and a surrogate 15 % slow: the track loss's steps (on the output normalisers)
     bring its release velocities back toward MuJoCo's, and cross-validation accepts them."""
-    from clashx._finetune import FinetuneConfig
-    from clashx._track_finetune import finetune_on_tracks
+    from clashx.learn._finetune import FinetuneConfig
+    from clashx.learn._track_finetune import finetune_on_tracks
 
     sim, truth, recording = simulated_square
     good = shipped_surrogate("square")

@@ -1,0 +1,270 @@
+"""Trajectory errors of simulated cube tosses against recorded ones, and fitting contact parameters to them.
+
+Errors (the bench's and the demo's, `trajectory_errors`)
+----------------------------------------------------------
+A recorded toss has frames k = 0 … K−1 at 148 Hz from its first frame; a
+simulator rolls it out from the toss's initial state (the free-flight fit of
+its flight frames, `clashx.events._ingest_cube`) over the same frames.  With w the
+cube's width (0.1048 m):
+
+- position error of a toss: mean over k of ‖p_sim(k) − p_real(k)‖ / w, in %;
+- at rest: the same at the last frame k = K − 1 (every toss ends at rest);
+- rotation error of a toss: mean over k of the angle of R_sim(k)ᵀ R_real(k), in degrees;
+
+and a method's figure is the mean (± std) of the tosses' errors.
+
+Fitting
+-------
+The trajectory residual of a toss stacks, for every frame after the fitted
+stretch's start, (p_sim − p_real) / w and the rotation vector of
+q_realᵀ ⊗ q_sim (rad), divided by √(frames) so each toss weighs the same.
+Two fitters use it:
+
+- `identify_sysid`: MuJoCo C rollouts, `mujoco.sysid.optimize` (MuJoCo's
+  least-squares with finite-difference Jacobians) over the prior's unit cube;
+- `identify_trajectory_mjx`: Levenberg-Marquardt on forward-mode Jacobians
+  through MJX in float64 (the strike's `identify_mjx`, on trajectories).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..core import _batch
+from ..core._types import Array, Float, PRNGKeyArray
+from ..hybrid._cube_rollout import rest_rollout
+from ..scenes import _toss
+from ..scenes._toss import TossSim
+from ..surrogate._cube import quat_conj, quat_log
+
+WIDTH = 2 * _toss.HALF  # m
+_Z_MAX = 4.0  # logits stay in [-4, 4] (see `_baselines._Z_MAX`)
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def rotation_angle_deg(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    """Angle (degrees) of the rotation between unit quaternions qa and qb, (..., 4) -> (...)."""
+    d = np.abs(np.sum(np.asarray(qa) * np.asarray(qb), -1))
+    return np.degrees(2 * np.arccos(np.clip(d, 0.0, 1.0)))
+
+
+def toss_errors(sim_track: np.ndarray, real_track: np.ndarray) -> dict:
+    """Errors of one toss (module docstring): sim_track (≥ K, 13), real_track (K, 13)."""
+    k = len(real_track)
+    s = np.asarray(sim_track)[:k]
+    pos = 100 * np.linalg.norm(s[:, 4:7] - real_track[:, 4:7], axis=1) / WIDTH
+    rot = rotation_angle_deg(s[:, 0:4], real_track[:, 0:4])
+    return {"pos_pct": float(pos.mean()), "rest_pct": float(pos[-1]), "rot_deg": float(rot.mean())}
+
+
+def trajectory_errors(sim_tracks, real_tracks: list[np.ndarray]) -> dict:
+    """Mean and std over tosses of `toss_errors`; sim_tracks (n, ≥ K_max, 13) or a list."""
+    per = [toss_errors(s, r) for s, r in zip(sim_tracks, real_tracks, strict=True)]
+    out = {}
+    for key in ("pos_pct", "rest_pct", "rot_deg"):
+        v = np.array([p[key] for p in per])
+        out[key + "_mean"], out[key + "_std"] = float(v.mean()), float(v.std())
+    out["n"] = len(per)
+    return out
+
+
+# --- MuJoCo C rollouts ------------------------------------------------------------------------------
+
+
+def rollout_c(sim: TossSim, states0: np.ndarray, params: np.ndarray, n_frames: int, *, nthread: int = 0) -> np.ndarray:
+    """Tosses on MuJoCo C from `states0` (n, 13) at t = 0, frames 0 … n_frames − 1: (n, n_frames, 13).
+
+    `params` is one (3,) set for all or (n, 3).  The plain rollout of
+    `_toss.simulate_tosses_c` without the event rule (fast enough for a fitter's inner loop).
+    """
+    states0 = np.asarray(states0, np.float64)
+    n = len(states0)
+    params = np.broadcast_to(np.asarray(params, np.float64), (n, 3))
+    batch = _batch.make_batch(sim.mj_model(), sim.space, sim.rows, params, nsim=n, nthread=nthread)
+    k = sim.substeps
+    qpos0, qvel0 = np.c_[states0[:, 4:7], states0[:, 0:4]], np.c_[states0[:, 10:13], states0[:, 7:10]]
+    rec = _batch.rollout(batch, qpos0, qvel0, k * (n_frames - 1), record=("qpos", "qvel"))
+    qpos, qvel = rec["qpos"][:, k - 1 :: k], rec["qvel"][:, k - 1 :: k]
+    after = np.concatenate([qpos[..., 3:7], qpos[..., 0:3], qvel[..., 3:6], qvel[..., 0:3]], -1)
+    return np.concatenate([states0[:, None], after], 1)
+
+
+# --- trajectory residuals -------------------------------------------------------------------------
+
+
+def pad_tracks(tracks: list[np.ndarray], n_frames: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Tracks stacked to (n, n_frames, 13) (the last frame repeated) and their validity mask (n, n_frames)."""
+    n_frames = n_frames or max(len(t) for t in tracks)
+    out = np.zeros((len(tracks), n_frames, 13))
+    mask = np.zeros((len(tracks), n_frames), bool)
+    for i, t in enumerate(tracks):
+        k = min(len(t), n_frames)
+        out[i, :k], out[i, k:] = t[:k], t[k - 1]
+        mask[i, :k] = True
+    return out, mask
+
+
+def _frame_residual(sim_state, real_state):
+    rel = _toss.quat_mul(quat_conj(real_state[0:4]), sim_state[0:4] / jnp.linalg.norm(sim_state[0:4]))
+    return jnp.concatenate([(sim_state[4:7] - real_state[4:7]) / WIDTH, quat_log(rel)])
+
+
+def trajectory_residuals(sim_tracks, real_tracks, mask) -> Float[Array, "r"]:
+    """Residual vector (module docstring) of tosses (n, F, 13) against (n, F, 13) where `mask` (n, F) holds."""
+    sim_tracks = jnp.asarray(sim_tracks)
+    r = jax.vmap(jax.vmap(_frame_residual))(sim_tracks, jnp.asarray(real_tracks, sim_tracks.dtype))
+    m = jnp.asarray(mask, r.dtype)
+    w = m / jnp.sqrt(jnp.maximum(m.sum(1, keepdims=True), 1.0) * m.shape[0])
+    return (r * w[..., None]).reshape(-1)
+
+
+# --- mujoco.sysid on MuJoCo C ---------------------------------------------------------------------
+
+
+def identify_sysid(
+    sim: TossSim,
+    initial_states: np.ndarray,
+    tracks: list[np.ndarray],
+    *,
+    starts: tuple[tuple[float, float, float], ...] = ((0.15, 0.02, 1.0), (0.325, 0.00894, 1.05), (0.3, 0.01, 0.5)),
+    max_iters: int = 30,
+) -> tuple[np.ndarray, float]:
+    """Identify (μ, time constant, damping ratio) with `mujoco.sysid.optimize` on MuJoCo C trajectories.
+
+    The unknowns are the prior's unit-cube coordinates (bounds [0, 1], so the
+    log-scaled time constant is searched in log space); the residual is
+    `trajectory_residuals` of C rollouts from the recorded initial states.
+    The trajectory cost is piecewise smooth in the parameters (contacts
+    switch), so the fit stops at kinks: several starts (the nominal values, the
+    prior's centre, one more) each run MuJoCo's least squares
+    (`optimizer="mujoco"`, finite-difference Jacobian); the lowest cost wins.
+
+    Returns:
+        (params (3,), cost = ‖residual‖²).
+    """
+    from mujoco import sysid  # needs mujoco's sysid extra (absl-py, scipy, tabulate)
+
+    real, mask = pad_tracks(tracks)
+    n_frames = real.shape[1]
+    space = sim.space
+
+    def residual_fn(x, _params):
+        # mujoco.minimize asks for several points at once (x of shape (3, k)) to difference the
+        # Jacobian; they run as one MuJoCo C batch of k × tosses
+        x = np.asarray(x, np.float64)
+        cols = x.reshape(3, -1).T
+        p = np.asarray(space.from_unit(jnp.asarray(np.clip(cols, 0.0, 1.0))), np.float64)
+        n = len(initial_states)
+        tracks = rollout_c(sim, np.tile(initial_states, (len(p), 1)), np.repeat(p, n, 0), n_frames)
+        r = [
+            np.asarray(trajectory_residuals(tracks[j * n : (j + 1) * n], real, mask), np.float64) for j in range(len(p))
+        ]
+        out = np.stack(r, 1)
+        return [out if x.ndim == 2 else out[:, 0]], None, None
+
+    best, best_cost = None, math.inf
+    for start in starts:
+        u0 = np.clip(np.asarray(space.to_unit(jnp.asarray(start, jnp.float32)), np.float64), 0.01, 0.99)
+        pdict = sysid.ParameterDict({"unit": sysid.Parameter("unit", u0, np.zeros(3), np.ones(3))})
+        opt, _ = sysid.optimize(
+            pdict, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iters, eps=1e-3, output=io.StringIO()
+        )
+        x = opt.as_vector()
+        r = residual_fn(x, None)[0][0]
+        cost = float(r @ r)
+        if cost < best_cost:
+            best, best_cost = x, cost
+    return np.asarray(space.from_unit(jnp.asarray(best)), np.float64), best_cost
+
+
+# --- Levenberg-Marquardt through MJX (forward mode, float64) --------------------------------------
+
+
+def _as_float64(sim: TossSim) -> TossSim:
+    return jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, sim)
+
+
+@eqx.filter_jit
+def _mjx_terms(sim: TossSim, starts, t_starts, real, mask, z):
+    """Residuals and their Jacobian w.r.t. the logits z, by forward mode through `rest_rollout`."""
+
+    def res(z):
+        p = sim.space.from_unit(jax.nn.sigmoid(z))
+        tracks = jax.vmap(lambda s, t: rest_rollout(sim, s, t, p, real.shape[1]))(starts, t_starts)
+        return trajectory_residuals(tracks, real, mask)
+
+    jac, r = jax.jacfwd(lambda z: (res(z), res(z)), has_aux=True)(z)
+    return r, jac
+
+
+def identify_trajectory_mjx(
+    sim: TossSim,
+    starts: np.ndarray,
+    t_starts: np.ndarray,
+    tracks: list[np.ndarray],
+    *,
+    key: PRNGKeyArray,
+    n_starts: int = 2,
+    iterations: int = 8,
+    damping: float = 1e-2,
+    init: np.ndarray | None = None,
+) -> tuple[np.ndarray, float]:
+    """Fit (μ, time constant, damping ratio) to recorded frames by Levenberg-Marquardt through MJX (float64).
+
+    Each toss is rolled out on MJX from `starts[i]` at time `t_starts[i]`
+    (the initial state at 0 for a plain MJX fit; the surrogate's post-impact
+    state for clashx's rest phase); frames before `t_starts[i]` are left out
+    of the residual.  The unknowns are logits of the prior's unit cube
+    (clipped to ±4), the Jacobian comes from `jax.jacfwd` through MJX's
+    solver in float64 (float32 tangents are unreliable, `_baselines.as_float64`).
+    A step solves (JᵀJ + λ diag(JᵀJ) + λ 1e-6) δ = −Jᵀr, kept if the cost drops
+    (λ /= 3), else refused (λ *= 4).  The first start is `init` (physical
+    units; default the prior's centre), the others are drawn from `key`.
+
+    Returns:
+        (params (3,), cost = ‖residual‖²).
+    """
+    real, mask = pad_tracks(tracks)
+    t = np.arange(real.shape[1]) * _toss.FRAME_DT
+    mask = mask & (t[None] >= np.asarray(t_starts)[:, None])
+    u_rand = np.asarray(jax.random.uniform(key, (n_starts - 1, 3), minval=0.1, maxval=0.9), np.float64)
+    first = np.full((1, 3), 0.5) if init is None else np.asarray(sim.space.to_unit(jnp.asarray(init)))[None]
+    u0 = np.concatenate([np.clip(first, 0.02, 0.98), u_rand])
+    best, best_cost = None, math.inf
+    with jax.enable_x64(True):
+        sim64 = _as_float64(sim)
+        args = (
+            jnp.asarray(starts, jnp.float64),
+            jnp.asarray(t_starts, jnp.float64),
+            jnp.asarray(real),
+            jnp.asarray(mask),
+        )
+
+        def terms(z):
+            r, j = _mjx_terms(sim64, *args, jnp.asarray(z, jnp.float64))
+            return np.asarray(r), np.asarray(j)
+
+        for z in np.log(u0 / (1 - u0)):
+            r, jac = terms(z)
+            cost, lam = float(r @ r), damping
+            for _ in range(iterations - 1):
+                jtj = jac.T @ jac
+                a = jtj + lam * (np.diag(np.diag(jtj)) + 1e-6 * np.eye(3))
+                z_new = np.clip(z + np.linalg.solve(a, -jac.T @ r), -_Z_MAX, _Z_MAX)
+                r_new, jac_new = terms(z_new)
+                cost_new = float(r_new @ r_new)
+                if np.isfinite(cost_new) and cost_new < cost:
+                    z, r, jac, cost, lam = z_new, r_new, jac_new, cost_new, lam / 3
+                else:
+                    lam *= 4
+            if cost < best_cost:
+                best, best_cost = z, cost
+    return np.asarray(sim.space.from_unit(jnp.asarray(1 / (1 + np.exp(-best)))), np.float64), best_cost

@@ -1,0 +1,258 @@
+"""Collision data generation: sampled strikes (or tosses) simulated in chunks that survive a kill.
+
+`generate(config)` samples inputs and contact parameters over the prior,
+simulates them chunk by chunk (MJX or MuJoCo C), and writes one event file
+(`clashx.events._events` format).  While it runs, finished chunks live in
+`OUT.parts/` beside a `manifest.json`; a rerun with the same flags checks and
+skips them (a damaged chunk is simulated again), a rerun with other flags is
+refused with the flags that differ, and the final file is written atomically
+once every chunk is there.  Engine "auto" is resolved before anything is
+recorded, so a resume with "auto" on the same machine matches.  Chunk `i` draws its inputs from
+`fold_in(PRNGKey(seed), i)`, so the data depend only on the seed and the chunk
+size, never on where a run was interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import shutil
+from collections.abc import Callable
+from importlib import metadata
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..core._engine import resolve_engine
+from ..core._io import describe_changes, write_json
+from ..scenes import _geometry as geo
+from ..scenes import _strike
+from . import _events
+
+SCENES = ("strike", "cube-toss")
+ENGINES = ("auto", "mjx", "c")
+# The flag that sets each GenerateConfig field, for naming what differs from an interrupted run.
+FLAGS = {
+    "scene": "--scene",
+    "shape": "--shape",
+    "n": "--n",
+    "seed": "--seed",
+    "chunk_size": "--chunk-size",
+    "engine": "--engine",
+    "to_rest": "to_rest (--no-rest)",
+    "out": "--out",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateConfig:
+    """What to generate.
+
+    Attributes:
+        scene: "strike" or "cube-toss".
+        shape: block shape for the strike scene ("" for the cube).
+        n: number of events.
+        seed: PRNG seed; same seed and chunk size, same data.
+        out: output event file (.npz).
+        chunk_size: events simulated and saved together.
+        engine: "mjx" (jit + vmap on the JAX device), "c" (MuJoCo C on all CPU cores) or
+            "auto" (`clashx.core._engine.resolve_engine`: "c" where JAX has only a CPU, else "mjx").
+        to_rest: also simulate the slide to rest (strike scene).
+    """
+
+    scene: str
+    out: str
+    n: int
+    seed: int = 0
+    shape: str = ""
+    chunk_size: int = 1024
+    engine: str = "auto"
+    to_rest: bool = True
+
+    def __post_init__(self):
+        if self.scene not in SCENES:
+            raise ValueError(f"--scene {self.scene!r}: expected one of {', '.join(SCENES)}")
+        if self.scene == "strike":
+            geo.check_shape(self.shape)
+        if self.engine not in ENGINES:
+            raise ValueError(f"--engine {self.engine!r}: expected one of {', '.join(ENGINES)}")
+        if self.n < 1:
+            raise ValueError(f"--n {self.n}: need at least one event")
+        if self.chunk_size < 1:
+            raise ValueError(f"--chunk-size {self.chunk_size}: must be positive")
+        if not str(self.out).endswith(".npz"):
+            raise ValueError(f"--out {self.out!r}: event files end in .npz")
+
+
+def versions() -> dict[str, str]:
+    """Versions of the libraries that determine the data."""
+    out = {}
+    for pkg in ("clashx", "jax", "jaxlib", "mujoco", "mujoco-mjx", "numpy"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def sample_strikes(n: int, *, key) -> jax.Array:
+    """`n` strikes (θ, θ1, v_pre) uniform over SCENE.md's ranges, (n, 3)."""
+    lo = jnp.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
+    hi = jnp.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+    return lo + jax.random.uniform(key, (n, 3)) * (hi - lo)
+
+
+class _StrikeJob:
+    """Sampling and simulation of strike chunks, compiled once per run."""
+
+    def __init__(self, config: GenerateConfig):
+        self.config = config
+        self.sim = _strike.make_strike_sim(config.shape)
+
+    def meta(self) -> dict:
+        return {
+            "strike_ranges": {k: list(v) for k, v in geo.STRIKE_RANGES.items()},
+            "param_space": self.sim.space.describe(),
+            "solver": dataclasses.asdict(self.sim.settings),
+            "release_after_s": _strike.RELEASE_AFTER,
+            "max_time_s": _strike.MAX_TIME,
+        }
+
+    def inputs(self, key, n):
+        k_strike, k_params = jax.random.split(key)
+        return np.asarray(sample_strikes(n, key=k_strike)), np.asarray(self.sim.space.sample(n, key=k_params))
+
+    def simulate(self, strikes, params) -> dict:
+        cfg = self.config
+        if cfg.engine == "c":
+            ev = _strike.simulate_strikes_c(self.sim, strikes, params, to_rest=cfg.to_rest)
+        else:
+            ev = _strike.simulate_strikes_mjx(self.sim, jnp.asarray(strikes), jnp.asarray(params), to_rest=cfg.to_rest)
+        touched = np.asarray(ev.touched)
+        start = np.broadcast_to(np.asarray(_strike.block_pose(self.sim.block_rest)), (len(strikes), 3))
+        return {
+            "scene": "strike",
+            "shape": cfg.shape,
+            "source": cfg.engine if cfg.engine == "mjx" else "mujoco-c",
+            "strike": strikes,
+            "params": params,
+            "post_velocity": np.where(touched[:, None], np.asarray(ev.post_velocity, np.float64), np.nan),
+            "release_pose": np.asarray(ev.release_pose, np.float64),
+            "t_touch": np.asarray(ev.t_touch, np.float64),  # NaN for a miss, from both engines
+            "t_release": np.asarray(ev.t_release, np.float64),
+            "touched": touched,
+            "start_pose": start,
+            "rest_pose": np.asarray(ev.rest_pose),
+        }
+
+
+def _job(config: GenerateConfig):
+    if config.scene == "strike":
+        return _StrikeJob(config)
+    from ..scenes._toss import CubeTossJob  # the cube-toss scene's sampler and simulator
+
+    return CubeTossJob(config)
+
+
+def _manifest(config: GenerateConfig, job) -> dict:
+    return {
+        "config": dataclasses.asdict(config) | {"out": os.path.basename(config.out)},
+        "versions": versions(),
+        **job.meta(),
+    }
+
+
+def generate(
+    config: GenerateConfig,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> dict:
+    """Generate `config.n` events into `config.out`, resuming a killed run.
+
+    Args:
+        config: what to generate; engine "auto" is resolved first, and the
+            resolved engine is what the manifest records and a resume compares.
+        progress: called as `progress(done_events, total_events)` after each chunk.
+        report: called with a line of news for the user: a resumed run, a damaged chunk made again.
+
+    Returns:
+        The manifest (config, versions, ranges, solver settings) also stored in the file's `meta`.
+
+    Raises:
+        ValueError: if `OUT.parts/` holds chunks of a run with other settings (names each one).
+    """
+    config = dataclasses.replace(config, engine=resolve_engine(config.engine, cpu="c", accelerator="mjx"))
+    report = report or (lambda line: None)
+    job = _job(config)
+    manifest = _manifest(config, job)
+    parts = config.out + ".parts"
+    _open_parts(parts, manifest, report)
+    n_chunks = -(-config.n // config.chunk_size)
+    root = jax.random.PRNGKey(config.seed)
+    chunks = []
+    for i in range(n_chunks):
+        path = os.path.join(parts, f"chunk-{i:05d}.npz")
+        size = min(config.chunk_size, config.n - i * config.chunk_size)
+        events = _read_chunk(path, size, config.scene)
+        if events is None:
+            if os.path.exists(path):
+                report(f"{path}: damaged or incomplete chunk; simulating it again")
+            events = _make_chunk(job, config, jax.random.fold_in(root, i), size)
+            events["meta"] = json.dumps({"chunk": i})
+            _events.save_events(path, events)
+        chunks.append(events)
+        if progress is not None:
+            progress(min((i + 1) * config.chunk_size, config.n), config.n)
+    events = _events.concat(chunks)
+    if "toss_id" in events:  # chunks number their tosses from 0: number the file's
+        events["toss_id"] = np.arange(config.n)
+    events["meta"] = json.dumps(manifest)
+    _events.save_events(config.out, events)
+    shutil.rmtree(parts)
+    return manifest
+
+
+def _open_parts(parts: str, manifest: dict, report: Callable[[str], None]) -> None:
+    """Start the chunk folder `parts`, or check that the run it holds had the same settings."""
+    man_path = os.path.join(parts, "manifest.json")
+    if not (os.path.isdir(parts) and os.path.exists(man_path)):
+        os.makedirs(parts, exist_ok=True)
+        write_json(man_path, manifest)
+        return
+    try:
+        with open(man_path) as f:
+            old = json.load(f)["config"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        raise ValueError(f"{man_path}: damaged; delete {parts} to start over") from None
+    if old != manifest["config"]:
+        raise ValueError(
+            f"{parts} holds chunks of an interrupted run with other settings: "
+            f"{describe_changes(old, manifest['config'], FLAGS)}. Rerun with that run's flags to resume it, "
+            f"or choose another --out, or delete {parts} to start over"
+        )
+    done = len(glob.glob(os.path.join(parts, "chunk-*.npz")))
+    report(f"resuming the interrupted run in {parts} ({done} chunk(s) there)")
+
+
+def _read_chunk(path: str, size: int, scene: str) -> dict | None:
+    """The events of a finished chunk, or None if the file is absent, damaged or not `size` events of `scene`."""
+    if not os.path.exists(path):
+        return None
+    try:
+        events = _events.load_events(path, scene=scene)
+    except _events.EventFileError:
+        return None
+    return events if _events.n_events(events) == size else None
+
+
+def _make_chunk(job, config: GenerateConfig, key, size: int) -> dict:
+    """Sample and simulate one chunk of `size` events from `key`."""
+    inputs = job.inputs(key, size)
+    if config.engine == "mjx":  # a short last chunk is padded: one compiled shape per run
+        full = min(config.chunk_size, config.n)
+        inputs = [np.concatenate([a, np.repeat(a[-1:], full - size, 0)]) for a in inputs]
+    return _events.select(job.simulate(*inputs), slice(0, size))

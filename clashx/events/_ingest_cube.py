@@ -1,0 +1,388 @@
+"""Real cube tosses (ContactNets recordings) -> "cube-toss" collision events.
+
+Reads a file in the format of `shared/data/contactnets_cube/tosses.npz`
+(`states` (N, 13) at 148 Hz, `offsets` (n + 1,), `toss_ids` (n,)) and finds
+each toss's first impact as `clashx.scenes._toss` defines it (its module docstring):
+
+1. *Frame.*  The recordings' lengths carry a scale error: the free flights
+   fall at 9.61 m/s^2, not 9.81 (2 % short, as the dataset's README warns),
+   and a cube resting on a face has its centre 2 % lower than its half edge
+   above the table.  So the length scale is estimated as the median apparent
+   gravity of the long flights over 9.81, the table height as the median,
+   over the tosses that end at rest, of the mean height of the four lowest
+   corners of the (scaled) cube, and every toss is mapped into the simulator's
+   frame: table at z = 0, metres: p <- (p - table) / scale, v <- v / scale.
+2. *Flight.*  The frames before the lowest corner first comes within
+   `MARGIN` of the table are fitted with a free flight (ballistic centre,
+   constant body angular velocity; `_toss.free_flight`), least squares,
+   dropping trailing frames that the impact already disturbs.  The fit gives
+   `initial_state` (at the first frame: the recorded velocities are backward
+   differences, half a frame late), `t_impact` (where its lowest corner
+   reaches z = 0) and `pre_state` (the fit at `t_impact`).
+3. *After.*  `post_state` is a local fit at t_post = `t_impact + WINDOW`:
+   the frames within two frames of t_post, a quadratic in time for the
+   centre and a constant body angular velocity for the orientation.
+
+Tosses whose track cannot be read that way (a flight that is not free, too
+few flight frames, no frames after the window) are left out and listed in
+the events' meta with the reason; a file that is not in the format raises
+`EventFileError` naming the file, the toss and the fix.  Nothing is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..scenes import _toss
+from ._events import EventFileError, read_npz
+
+MARGIN = 0.002  # m: frames with the lowest corner this close to the table are not used as free flight
+MIN_FLIGHT_FRAMES = 4  # frames of free flight needed to fit one
+MIN_TOSS_FRAMES = 12  # shorter tosses are an input error
+MAX_FLIGHT_RMS = 0.001  # m: a flight fitted worse than this is not free (a hand, a tracking glitch)
+TRAIL_RESIDUAL = 3.0  # drop trailing flight frames whose residual exceeds this many times the median
+LOCAL_HALF_WIDTH = 2  # frames on either side of t_impact + WINDOW used for the post-impact fit
+REST_FRAMES = 10  # last frames of a toss used to find the table
+QUAT_TOL = 1e-3  # allowed | |q| - 1 |
+MIN_SCALE_TOSSES = 5  # tosses with long flights needed to estimate the length scale
+LONG_FLIGHT = 12  # flight frames for a toss to count in the length-scale estimate
+
+_SIGNS = _toss._CORNER_SIGNS
+
+
+@dataclasses.dataclass(frozen=True)
+class CubeTracks:
+    """Recorded tosses in the simulator's frame (table at z = 0, metres).
+
+    Attributes:
+        tracks: one (frames, 13) array per toss, dataset column layout.
+        toss_ids: each toss's number in its source.
+        table_z: table height in the file's frame (m, file units).
+        length_scale: file lengths per metre (the file's metre is `length_scale` m).
+        path: the file.
+    """
+
+    tracks: list[np.ndarray]
+    toss_ids: np.ndarray
+    table_z: float
+    length_scale: float
+    path: str
+
+
+# --- reading and checking a file ---------------------------------------------------------------
+
+
+def _read(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    raw = read_npz(path, ".npz cube-toss file")
+    missing = [k for k in ("states", "offsets", "toss_ids") if k not in raw]
+    if missing:
+        raise EventFileError(
+            f"{path}: missing key(s) {missing}; a cube-toss file holds states (N, 13), offsets (n + 1,) and toss_ids (n,)"
+        )
+    states, offsets, ids = raw["states"], raw["offsets"], raw["toss_ids"]
+    if states.ndim != 2 or states.shape[1] != 13 or states.dtype.kind != "f":
+        raise EventFileError(
+            f"{path}: 'states' has shape {states.shape} and dtype {states.dtype}; expected floats (N, 13): "
+            "qw qx qy qz x y z wx wy wz vx vy vz"
+        )
+    if offsets.ndim != 1 or offsets.dtype.kind not in "iu" or len(offsets) < 2:
+        raise EventFileError(
+            f"{path}: 'offsets' has shape {offsets.shape} and dtype {offsets.dtype}; expected integers (n + 1,)"
+        )
+    if ids.shape != (len(offsets) - 1,) or ids.dtype.kind not in "iu":
+        raise EventFileError(
+            f"{path}: 'toss_ids' has shape {ids.shape} and dtype {ids.dtype}; expected integers ({len(offsets) - 1},), one per toss"
+        )
+    if offsets[0] != 0 or offsets[-1] != len(states):
+        raise EventFileError(
+            f"{path}: 'offsets' runs from {offsets[0]} to {offsets[-1]}; it must start at 0 and end at len(states) = {len(states)}"
+        )
+    lengths = np.diff(offsets)
+    if (lengths <= 0).any():
+        row = int(np.argmax(lengths <= 0))
+        raise EventFileError(
+            f"{path}: 'offsets' decreases or repeats at toss row {row} (toss_id {ids[row]}): "
+            f"{offsets[row]} -> {offsets[row + 1]}; offsets must increase strictly"
+        )
+    for row in range(len(ids)):
+        seg = states[offsets[row] : offsets[row + 1]]
+        where = f"{path}: toss row {row} (toss_id {ids[row]})"
+        if len(seg) < MIN_TOSS_FRAMES:
+            raise EventFileError(
+                f"{where} has {len(seg)} frames; a toss needs at least {MIN_TOSS_FRAMES} "
+                "(flight, impact window and the frames after it): remove it or record it whole"
+            )
+        bad = ~np.isfinite(seg)
+        if bad.any():
+            f, c = np.argwhere(bad)[0]
+            raise EventFileError(
+                f"{where}: frame {f}, column {c} is {seg[f, c]}; remove the toss or fill the gap in its track"
+            )
+        err = np.abs(np.linalg.norm(seg[:, :4], axis=1) - 1)
+        if (err > QUAT_TOL).any():
+            f = int(np.argmax(err > QUAT_TOL))
+            raise EventFileError(
+                f"{where}: frame {f} has a quaternion of norm {np.linalg.norm(seg[f, :4]):.6f}; "
+                "columns 0-3 must be a unit quaternion (qw qx qy qz): normalise them"
+            )
+    return states.astype(np.float64), offsets.astype(np.int64), ids.astype(np.int64)
+
+
+# --- geometry (numpy, float64) -------------------------------------------------------------------
+# These mirror `clashx.scenes._toss`'s JAX quaternion helpers on purpose: track fitting needs float64 and
+# runs thousands of small fits; routing them through JAX under enable_x64 gave the same events
+# but made ingesting the 350 tosses 7x slower (5 s -> 38 s of CPU).
+
+
+def _rot(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
+
+
+def _corner_z(track: np.ndarray, half: float) -> np.ndarray:
+    """Heights of the eight corners, (frames, 8), sorted."""
+    return np.sort(track[:, None, 6] + half * np.einsum("fj,kj->fk", _rot(track[:, :4])[:, 2, :], _SIGNS), axis=1)
+
+
+def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
+
+
+def _qexp(r: np.ndarray) -> np.ndarray:
+    th = np.linalg.norm(r, axis=-1, keepdims=True)
+    s = np.where(th > 1e-12, np.sin(th / 2) / np.maximum(th, 1e-12), 0.5)
+    return np.concatenate([np.cos(th / 2), s * r], -1)
+
+
+def _qlog(q: np.ndarray) -> np.ndarray:
+    q = np.where(q[..., :1] < 0, -q, q)
+    v = q[..., 1:]
+    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    th = 2 * np.arctan2(s, q[..., :1])
+    return np.where(s > 1e-12, th / np.maximum(s, 1e-12), 2.0) * v
+
+
+def _fit_rotation(t: np.ndarray, quats: np.ndarray, t_ref: float) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares q(t) = q_ref ⊗ exp(ω (t - t_ref)): (q_ref, ω in the body frame)."""
+    q_ref = quats[np.argmin(np.abs(t - t_ref))]
+    a = np.c_[np.ones_like(t), t - t_ref]
+    for _ in range(3):  # Gauss-Newton on the offset; converges in two
+        r = _qlog(_qmul(q_ref * np.array([1, -1, -1, -1]), quats))
+        coef, *_ = np.linalg.lstsq(a, r, rcond=None)
+        q_ref = _qmul(q_ref, _qexp(coef[0]))
+    return q_ref / np.linalg.norm(q_ref), coef[1]
+
+
+def _fit_flight(t: np.ndarray, track: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """Free-flight fit of frames (t, track): (state at t_ref, t_ref, position residuals (frames,))."""
+    t_ref = float(t[len(t) // 2])
+    dt = t - t_ref
+    z_grav = np.zeros_like(track[:, 4:7])
+    z_grav[:, 2] = -0.5 * _toss.GRAVITY * dt**2
+    coef, *_ = np.linalg.lstsq(np.c_[np.ones_like(dt), dt], track[:, 4:7] - z_grav, rcond=None)
+    q_ref, omega = _fit_rotation(t, track[:, :4], t_ref)
+    residual = np.linalg.norm(np.c_[np.ones_like(dt), dt] @ coef + z_grav - track[:, 4:7], axis=1)
+    return np.concatenate([q_ref, coef[0], omega, coef[1]]), t_ref, residual
+
+
+def _fit_local(t: np.ndarray, track: np.ndarray, t0: float) -> np.ndarray:
+    """State at t0 from nearby frames: quadratic centre, constant body angular velocity."""
+    dt = t - t0
+    coef, *_ = np.linalg.lstsq(np.c_[np.ones_like(dt), dt, dt**2], track[:, 4:7], rcond=None)
+    q0, omega = _fit_rotation(t, track[:, :4], t0)
+    return np.concatenate([q0, coef[0], omega, coef[1]])
+
+
+# --- the file's frame: length scale and table height ------------------------------------------
+
+
+def _flight_frames(track: np.ndarray, table_z: float, half: float) -> int:
+    low = _corner_z(track, half)[:, 0] - table_z
+    near = low < MARGIN
+    return int(np.argmax(near)) if near.any() else len(track)
+
+
+def _estimate_table(tracks: list[np.ndarray], half: float) -> float | None:
+    heights = []
+    for tr in tracks:
+        end = tr[-REST_FRAMES:]
+        if np.abs(end[:, 10:13]).max() < 0.05 and np.abs(end[:, 7:10]).max() < 1.0:
+            heights.append(_corner_z(end, half)[:, :4].mean())
+    return float(np.median(heights)) if heights else None
+
+
+def _estimate_scale(tracks: list[np.ndarray], table_z: float) -> tuple[float | None, int]:
+    gs = []
+    for tr in tracks:
+        n = _flight_frames(tr, table_z, _toss.HALF)
+        if n >= LONG_FLIGHT:
+            t = np.arange(n) * _toss.FRAME_DT
+            gs.append(-2 * np.polyfit(t, tr[:n, 6], 2)[0])
+    return (float(np.median(gs)) / _toss.GRAVITY if len(gs) >= MIN_SCALE_TOSSES else None), len(gs)
+
+
+def load_cube_tracks(
+    path: str | os.PathLike, *, table_z: float | None = None, length_scale: float | None = None
+) -> CubeTracks:
+    """Read a cube-toss file, check it, and map its tracks into the simulator's frame (module docstring).
+
+    Args:
+        path: the .npz file.
+        table_z: table height in the file (m); None: estimated from the tosses' resting frames.
+        length_scale: file lengths per true length; None: estimated from the flights' apparent gravity.
+
+    Raises:
+        EventFileError: a bad file (keys, shapes, offsets, NaN, short tosses,
+            non-unit quaternions), or too few tosses to estimate the frame.
+    """
+    path = os.fspath(path)
+    states, offsets, ids = _read(path)
+    raw = [states[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    if length_scale is None:
+        rough_table = _estimate_table(raw, _toss.HALF)
+        if rough_table is None:
+            raise EventFileError(f"{path}: no toss ends at rest, so the table height is unknown; pass table_z")
+        length_scale, n_long = _estimate_scale(raw, rough_table if table_z is None else table_z)
+        if length_scale is None:
+            raise EventFileError(
+                f"{path}: only {n_long} toss(es) fly {LONG_FLIGHT}+ frames, too few ({MIN_SCALE_TOSSES}) to estimate "
+                "the length scale from gravity; pass length_scale (1.0 if the lengths are exact)"
+            )
+    if not (0.5 < length_scale < 2.0):
+        raise EventFileError(f"{path}: length_scale {length_scale} is implausible; expected about 1")
+    if table_z is None:
+        table_z = _estimate_table(raw, _toss.HALF * length_scale)
+        if table_z is None:
+            raise EventFileError(f"{path}: no toss ends at rest, so the table height is unknown; pass table_z")
+    tracks = []
+    for tr in raw:
+        out = tr.copy()
+        out[:, 6] -= table_z
+        out[:, 4:7] /= length_scale
+        out[:, 10:13] /= length_scale
+        tracks.append(out)
+    return CubeTracks(tracks=tracks, toss_ids=ids, table_z=float(table_z), length_scale=float(length_scale), path=path)
+
+
+# --- events ------------------------------------------------------------------------------------------
+
+
+@jax.jit
+def _first_crossing(state0, t_max):
+    """First time in [0, t_max] when the free flight of state0 (at t = 0) puts a corner at z = 0; inf if none."""
+    step = 2.5e-4
+    grid = jnp.arange(0.0, 0.5, step)
+    low = jax.vmap(lambda t: _toss.lowest_corner_z(_toss.free_flight(state0, t)))(grid)
+    below = (low < 0) & (grid <= t_max + step)
+    k = jnp.argmax(below)
+    t_a = grid[jnp.maximum(k - 1, 0)]
+    t = t_a + _toss.crossing_time(_toss.free_flight(state0, t_a), jnp.asarray(step))
+    return jnp.where(below.any() & (k > 0), t, jnp.inf)
+
+
+def _ingest_toss(track: np.ndarray, window: float) -> tuple[np.ndarray, ...] | str:
+    """(initial, pre, post, t_impact) of one toss in the simulator's frame, or the reason it has none."""
+    t = np.arange(len(track)) * _toss.FRAME_DT
+    n = _flight_frames(track, 0.0, _toss.HALF)
+    if n < MIN_FLIGHT_FRAMES:
+        return f"{n} frame(s) of flight before the first impact; {MIN_FLIGHT_FRAMES} needed"
+    state, t_ref, res = _fit_flight(t[:n], track[:n])
+    while n > MIN_FLIGHT_FRAMES and res[-1] > TRAIL_RESIDUAL * max(np.median(res), 1e-4):
+        n -= 1
+        state, t_ref, res = _fit_flight(t[:n], track[:n])
+    rms = float(np.sqrt(np.mean(res**2)))
+    if rms > MAX_FLIGHT_RMS:
+        return f"the flight is not free: fit residual {rms * 1e3:.2f} mm rms over {n} frames"
+    initial = np.asarray(_toss.free_flight(jnp.asarray(state), -t_ref), np.float64)
+    initial[:4] /= np.linalg.norm(initial[:4])
+    if _corner_z(initial[None], _toss.HALF)[0, 0] < 0:
+        return "the first frame is not above the table"
+    t_impact = float(_first_crossing(jnp.asarray(initial), t[min(n + 3, len(t) - 1)]))
+    if not np.isfinite(t_impact):
+        return "the fitted flight does not reach the table within three frames of the last flight frame"
+    pre = np.asarray(_toss.free_flight(jnp.asarray(initial), t_impact), np.float64)
+    t_post = t_impact + window
+    near = np.abs(t - t_post) <= LOCAL_HALF_WIDTH * _toss.FRAME_DT + 1e-9
+    if t[-1] < t_post + LOCAL_HALF_WIDTH * _toss.FRAME_DT - 1e-9 or near.sum() < 3:
+        return f"the track ends {t[-1] - t_impact:.3f} s after the impact, before the window's local fit"
+    post = _fit_local(t[near], track[near], t_post)
+    return initial, pre, post, t_impact
+
+
+def ingest_cube_tosses(
+    path: str | os.PathLike,
+    *,
+    table_z: float | None = None,
+    length_scale: float | None = None,
+    window: float = _toss.WINDOW,
+) -> dict:
+    """The first-impact events of the recorded tosses in `path` (source "contactnets").
+
+    Args:
+        path: a file in the ContactNets cube format (module docstring).
+        table_z, length_scale: the file's frame; None estimates them (`load_cube_tracks`).
+        window: the impact window (s); keep the default to match simulated events.
+
+    Returns:
+        A "cube-toss" event dict (`clashx.events._events`), states in the simulator's
+        frame; meta lists the skipped tosses with reasons, the frame and the window.
+        Save it with `save_events`.
+
+    Raises:
+        EventFileError: the file is not in the format (see `load_cube_tracks`).
+    """
+    data = load_cube_tracks(path, table_z=table_z, length_scale=length_scale)
+    rows, out, skipped = [], [], []
+    for row, (tid, track) in enumerate(zip(data.toss_ids, data.tracks, strict=True)):
+        result = _ingest_toss(track, window)
+        if isinstance(result, str):
+            skipped.append({"row": row, "toss_id": int(tid), "reason": result})
+        else:
+            rows.append(row)
+            out.append(result)
+    n = len(out)
+    stack = (lambda i: np.array([o[i] for o in out], np.float64).reshape(n, -1)) if n else (lambda i: np.zeros((0, 13)))
+    meta = {
+        "file": os.path.basename(data.path),
+        "window_s": window,
+        "frame_dt": _toss.FRAME_DT,
+        "table_z": data.table_z,
+        "length_scale": data.length_scale,
+        "n_tosses": len(data.toss_ids),
+        "skipped": skipped,
+    }
+    return {
+        "scene": "cube-toss",
+        "shape": "",
+        "source": "contactnets",
+        "initial_state": stack(0),
+        "pre_state": stack(1),
+        "post_state": stack(2),
+        "t_impact": stack(3).reshape(n),
+        "params": np.full((n, 3), np.nan),
+        "toss_id": data.toss_ids[rows].astype(np.int64),
+        "meta": json.dumps(meta),
+    }

@@ -1,0 +1,15 @@
+"""The hybrid simulator: the surrogate inside MJX's step (and MuJoCo C's), recorded-track predictions and slides."""
+
+from ._cube_rollout import hybrid_toss as hybrid_toss
+from ._cube_rollout import hybrid_tosses as hybrid_tosses
+from ._hybrid import HybridResult as HybridResult
+from ._hybrid import HybridSim as HybridSim
+from ._hybrid import HybridState as HybridState
+from ._hybrid import hybrid_rollout as hybrid_rollout
+from ._hybrid import hybrid_rollouts as hybrid_rollouts
+from ._hybrid import hybrid_rollouts_c as hybrid_rollouts_c
+from ._hybrid import hybrid_step as hybrid_step
+from ._hybrid import make_hybrid_sim as make_hybrid_sim
+from ._track_mjx import Query as Query
+from ._track_mjx import hybrid_track as hybrid_track
+from ._track_mjx import track_loss as track_loss

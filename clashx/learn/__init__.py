@@ -1,0 +1,14 @@
+"""CLASH steps 1-3: pretraining (distil), identification, fine-tuning, local re-distillation, the whole fit from a recording."""
+
+from ._distil import LocalDistilConfig as LocalDistilConfig
+from ._distil import distil_locally as distil_locally
+from ._finetune import FinetuneConfig as FinetuneConfig
+from ._finetune import finetune as finetune
+from ._identify import IdentifyResult as IdentifyResult
+from ._identify import identify as identify
+from ._lab_fit import LabFit as LabFit
+from ._lab_fit import LabFitConfig as LabFitConfig
+from ._lab_fit import fit_recording as fit_recording
+from ._pretrain import PretrainConfig as PretrainConfig
+from ._pretrain import pretrain as pretrain
+from ._track_finetune import finetune_on_tracks as finetune_on_tracks

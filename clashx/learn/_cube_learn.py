@@ -1,0 +1,340 @@
+"""Pretraining, identification and fine-tuning of the cube surrogate (CLASH steps 1-3 for the cube toss).
+
+The same three steps as the strike's `_pretrain`, `_identify` and `_finetune`,
+on the cube's impact (`clashx.surrogate._cube`): the loss everywhere is the mean squared
+error of the network's normalised output against the normalised aligned-frame
+targets (`impact_targets`), i.e. every target component in units of its spread
+over the generated impacts.  Fine-tuning reuses `_finetune`'s configuration
+and its choice of trainable weights (`scope`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ..core._params import ParamSpace
+from ..core._types import Array, Float, PRNGKeyArray
+from ..events._events import load_events
+from ..scenes import _toss
+from ..surrogate._cube import CubeSurrogate, impact_targets, make_cube_surrogate, save_cube_surrogate
+from ._finetune import FinetuneConfig, _trainable, choose_steps, cv_folds
+from ._pretrain import _split
+
+
+@dataclasses.dataclass(frozen=True)
+class CubePretrainConfig:
+    """How to pretrain the cube surrogate.
+
+    Attributes:
+        data: event file(s) of `clashx generate --scene cube-toss` (a path or a tuple of paths, concatenated).
+        out: run folder (the surrogate is written there).
+        epochs, batch_size, lr, weight_decay: AdamW with cosine decay to 1 % of `lr`.
+        width, depth: the MLP's hidden width and number of hidden layers.
+        val_fraction: share of events held out for validation.
+        seed: PRNG seed (weights, split, shuffling).
+    """
+
+    data: str | tuple[str, ...]
+    out: str
+    epochs: int = 40
+    batch_size: int = 512
+    lr: float = 2e-3
+    weight_decay: float = 1e-5
+    width: int = 160
+    depth: int = 3
+    val_fraction: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError("cube pretraining: epochs and batch_size must be positive")
+        if not 0.0 < self.val_fraction < 0.5:
+            raise ValueError(f"cube pretraining: val_fraction {self.val_fraction}: expected a share in (0, 0.5)")
+
+
+_batch_targets = jax.jit(jax.vmap(impact_targets))
+
+
+ENERGY_GAIN_TOL = 0.01  # J: a generated impact may not gain more energy than this (the cube's is ~0.4 J)
+
+
+def toss_energy(states: np.ndarray) -> np.ndarray:
+    """Mechanical energy (J) of cube states (n, 13): kinetic, rotational and potential (table at z = 0)."""
+    from ..scenes._scenes import CUBE_INERTIA, CUBE_MASS
+
+    s = np.asarray(states, np.float64)
+    kin = 0.5 * CUBE_MASS * np.sum(s[:, 10:13] ** 2, 1) + 0.5 * CUBE_INERTIA * np.sum(s[:, 7:10] ** 2, 1)
+    return kin + CUBE_MASS * _toss.GRAVITY * s[:, 6]
+
+
+def load_cube_training(path: str | tuple[str, ...]) -> tuple[ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
+    """(space, pre (n, 13), post (n, 13), params (n, p)) of a generated cube-toss event file.
+
+    Events whose impact gains energy (more than `ENERGY_GAIN_TOL`) are left
+    out: at the prior's stiffest, least damped corner (time constant near 2 ms,
+    damping ratio near 0.1) MuJoCo's contact can go unstable at the 1 ms step
+    and throw the cube up at several m/s (0.4 % of the generated impacts).
+    """
+    if not isinstance(path, str):
+        parts = [load_cube_training(p) for p in path]
+        spaces = {json.dumps(sp.describe()) for sp, *_ in parts}
+        if len(spaces) > 1:
+            raise ValueError(f"{list(path)}: the files were generated over different parameter spaces; pretrain on one")
+        return parts[0][0], *(np.concatenate([part[i] for part in parts]) for i in (1, 2, 3))
+    ev = load_events(path, scene="cube-toss")
+    meta = ev["meta"]
+    if "param_space" not in meta or not np.isfinite(ev["params"]).all():
+        raise ValueError(f"{path}: events without simulation parameters (real data?); pretrain on generated tosses")
+    if len(ev["params"]) < 10:
+        raise ValueError(f"{path}: only {len(ev['params'])} events; generate more")
+    ok = toss_energy(ev["post_state"]) <= toss_energy(ev["pre_state"]) + ENERGY_GAIN_TOL
+    space = ParamSpace.from_description(meta["param_space"])
+    return space, ev["pre_state"][ok], ev["post_state"][ok], ev["params"][ok]
+
+
+def normalised_loss(
+    model: CubeSurrogate,
+    pre: Float[Array, "n 13"],
+    params: Float[Array, "n p"],
+    targets: Float[Array, "n 12"],
+    scale: Float[Array, "12"],
+) -> Float[Array, ""]:
+    """Mean squared error of the predicted targets in units of `scale` (fixed: the pretrained `out_std`).
+
+    The scale is an argument, not read from the model being trained: were it
+    the model's own `out_std`, growing it would shrink the loss without
+    improving a single prediction.
+    """
+    pred = jax.vmap(model.targets)(pre, params)
+    return jnp.mean(((pred - targets) / scale) ** 2)
+
+
+@eqx.filter_jit
+def _predict_targets(model: CubeSurrogate, pre, params):
+    return jax.vmap(model.targets)(pre, params)
+
+
+def target_errors(model: CubeSurrogate, pre, params, targets) -> dict:
+    """Median absolute errors of the predicted targets: position (mm), velocity (m/s), ω (rad/s), rotation (deg)."""
+    pred = np.asarray(_predict_targets(model, jnp.asarray(pre, jnp.float32), jnp.asarray(params, jnp.float32)))
+    d = pred - np.asarray(targets)
+    return {
+        "pos_mm": float(np.median(np.linalg.norm(d[:, 0:3], axis=1)) * 1e3),
+        "vel_m_s": float(np.median(np.linalg.norm(d[:, 3:6], axis=1))),
+        "omega_rad_s": float(np.median(np.linalg.norm(d[:, 6:9], axis=1))),
+        "rot_deg": float(np.degrees(np.median(np.linalg.norm(d[:, 9:12], axis=1)))),
+    }
+
+
+def pretrain_cube(
+    config: CubePretrainConfig, *, progress: Callable[[int, int, dict], None] | None = None
+) -> tuple[CubeSurrogate, dict]:
+    """Train a cube surrogate on `config.data` and save it in `config.out`.
+
+    Returns:
+        (model, metrics): validation errors (`target_errors`, normalised loss) and the loss history.
+    """
+    space, pre, post, params = load_cube_training(config.data)
+    targets = np.asarray(_batch_targets(jnp.asarray(pre), jnp.asarray(post)))
+    key = jax.random.PRNGKey(config.seed)
+    k_split, k_init, k_shuffle = jax.random.split(key, 3)
+    train, val = _split(len(pre), config.val_fraction, k_split)
+    model = make_cube_surrogate(
+        key=k_init,
+        space=space,
+        width=config.width,
+        depth=config.depth,
+        out_mean=targets[train].mean(0),
+        out_std=targets[train].std(0) + 1e-6,
+    )
+    x_tr, p_tr, y_tr = (jnp.asarray(a[train], jnp.float32) for a in (pre, params, targets))
+    x_va, p_va, y_va = (jnp.asarray(a[val], jnp.float32) for a in (pre, params, targets))
+    n = len(train)
+    steps_per_epoch = max(1, n // config.batch_size)
+    schedule = optax.cosine_decay_schedule(config.lr, steps_per_epoch * config.epochs, alpha=0.01)
+    opt = optax.adamw(schedule, weight_decay=config.weight_decay)
+    scale = model.out_std
+    # the MLP's weights train; the target normalisers stay at the training set's statistics
+    spec = eqx.tree_at(
+        lambda m: (m.out_mean, m.out_std), jax.tree.map(eqx.is_inexact_array, model), replace=(False, False)
+    )
+    opt_state = opt.init(eqx.filter(model, spec))
+
+    @eqx.filter_jit
+    def epoch_fn(model, opt_state, perm):
+        weights, static = eqx.partition(model, spec)
+
+        def step(carry, idx):
+            weights, opt_state = carry
+            loss_fn = lambda w: normalised_loss(eqx.combine(w, static), x_tr[idx], p_tr[idx], y_tr[idx], scale)  # noqa: E731
+            loss, grads = jax.value_and_grad(loss_fn)(weights)
+            updates, opt_state = opt.update(grads, opt_state, weights)
+            return (optax.apply_updates(weights, updates), opt_state), loss
+
+        idx = perm[: steps_per_epoch * config.batch_size].reshape(steps_per_epoch, config.batch_size)
+        (weights, opt_state), losses = jax.lax.scan(step, (weights, opt_state), idx)
+        return eqx.combine(weights, static), opt_state, jnp.mean(losses)
+
+    val_loss = eqx.filter_jit(normalised_loss)
+    history, t0 = [], time.perf_counter()
+    for epoch in range(config.epochs):
+        perm = jax.random.permutation(jax.random.fold_in(k_shuffle, epoch), n)
+        model, opt_state, loss = epoch_fn(model, opt_state, perm)
+        metrics = {
+            "epoch": epoch + 1,
+            "train_loss": float(loss),
+            "val_loss": float(val_loss(model, x_va, p_va, y_va, scale)),
+        }
+        metrics["elapsed_s"] = time.perf_counter() - t0
+        history.append(metrics)
+        if progress is not None:
+            progress(epoch + 1, config.epochs, metrics)
+    final = target_errors(model, pre[val], params[val], targets[val]) | {"val_loss": history[-1]["val_loss"]}
+    result = {"validation": final, "n_train": int(n), "n_val": int(len(val)), "history": history}
+    save_cube_surrogate(config.out, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
+    return model, result
+
+
+# --- identification through the frozen surrogate ------------------------------------------------------
+
+
+@eqx.filter_jit
+def _search(model: CubeSurrogate, pre, targets, z0, lr: float, steps: int):
+    opt = optax.adam(lr)
+
+    def loss_z(z):
+        p = model.space.from_unit(jax.nn.sigmoid(z))
+        return normalised_loss(model, pre, jnp.broadcast_to(p, (len(pre), p.shape[0])), targets, model.out_std)
+
+    def one_start(z):
+        def body(carry, _):
+            z, state = carry
+            g = jax.grad(loss_z)(z)
+            upd, state = opt.update(g, state)
+            return (optax.apply_updates(z, upd), state), None
+
+        (z, _), _ = jax.lax.scan(body, (z, opt.init(z)), None, length=steps)
+        return z, loss_z(z)
+
+    return jax.vmap(one_start)(z0)
+
+
+def identify_cube(
+    model: CubeSurrogate,
+    pre: Float[Array, "n 13"],
+    post: Float[Array, "n 13"],
+    *,
+    key: PRNGKeyArray,
+    n_starts: int = 32,
+    steps: int = 300,
+    lr: float = 0.05,
+) -> tuple[np.ndarray, float]:
+    """Contact parameters that make the frozen surrogate reproduce observed impacts (multi-start Adam).
+
+    As `clashx.identify` for the strike: logits z of the prior's unit cube
+    (every iterate inside the prior), `n_starts` uniform starts under one
+    `jax.vmap`, the lowest final `normalised_loss` wins.
+
+    Returns:
+        (params (p,) in physical units, their loss).
+    """
+    pre = jnp.asarray(pre, jnp.float32)
+    targets = _batch_targets(pre, jnp.asarray(post, jnp.float32))
+    u0 = jax.random.uniform(key, (n_starts, model.space.size), minval=0.02, maxval=0.98)
+    z, losses = _search(model, pre, targets, jnp.log(u0) - jnp.log1p(-u0), lr, steps)
+    best = int(jnp.argmin(losses))
+    return np.asarray(model.space.from_unit(jax.nn.sigmoid(z[best])), np.float64), float(losses[best])
+
+
+# --- fine-tuning, early-stopped by cross-validation ------------------------------------------------
+
+
+def _weighted(model, base, pre, targets, params, weights, pull: float):
+    pred = jax.vmap(model.targets, in_axes=(0, None))(pre, params)
+    per = jnp.mean(((pred - targets) / base.out_std) ** 2, -1)
+    fit = jnp.sum(weights * per) / jnp.maximum(jnp.sum(weights), 1.0)
+    diff = jax.tree.map(
+        lambda a, b: jnp.sum((a - b) ** 2),
+        eqx.filter(model, eqx.is_inexact_array),
+        eqx.filter(base, eqx.is_inexact_array),
+    )
+    return fit + pull * sum(jax.tree.leaves(diff))
+
+
+def _curve(base, pre, targets, params, train_w, eval_w, config: FinetuneConfig, steps: int):
+    opt = optax.adam(config.lr)
+    p0, static = eqx.partition(base, _trainable(base, config.scope))
+
+    def held(p):
+        return _weighted(eqx.combine(p, static), base, pre, targets, params, eval_w, 0.0)
+
+    def body(carry, _):
+        p, state = carry
+        h = held(p)
+        g = jax.grad(lambda q: _weighted(eqx.combine(q, static), base, pre, targets, params, train_w, config.pull))(p)
+        upd, state = opt.update(g, state, p)
+        return (optax.apply_updates(p, upd), state), h
+
+    (p, _), curve = jax.lax.scan(body, (p0, opt.init(p0)), None, length=steps)
+    return eqx.combine(p, static), jnp.append(curve, held(p))
+
+
+@eqx.filter_jit
+def _cv(base, pre, targets, params, fold_of, config: FinetuneConfig):
+    def one(f):
+        w = (fold_of == f).astype(jnp.float32)
+        return _curve(base, pre, targets, params, 1.0 - w, w, config, config.max_steps)[1]
+
+    return jax.vmap(one)(jnp.arange(config.folds))
+
+
+@eqx.filter_jit
+def _train(base, pre, targets, params, config: FinetuneConfig, steps: int):
+    ones = jnp.ones(len(pre))
+    return _curve(base, pre, targets, params, ones, ones, config, steps)[0]
+
+
+def finetune_cube(
+    model: CubeSurrogate,
+    pre: Float[Array, "n 13"],
+    post: Float[Array, "n 13"],
+    params: Float[Array, "p"],
+    *,
+    key: PRNGKeyArray,
+    config: FinetuneConfig | None = None,
+) -> tuple[CubeSurrogate, dict]:
+    """Fine-tune the cube surrogate on real impacts at fixed `params`, early-stopped by k-fold CV.
+
+    The rule of `clashx.finetune`: every fold trains from the pretrained
+    weights on the other folds (all folds at once under `jax.vmap`); the step
+    count with the lowest mean held-out loss, if it beats the pretrained model
+    by `config.min_gain`, is then run on all events.
+
+    Returns:
+        (model, report): the chosen step count, the CV losses and why.
+    """
+    config = config or FinetuneConfig()
+    pre = jnp.asarray(pre, jnp.float32)
+    targets = _batch_targets(pre, jnp.asarray(post, jnp.float32))
+    params = jnp.asarray(params, jnp.float32)
+    config, fold_of = cv_folds(key, len(pre), config, what="impacts")
+    curves = np.asarray(_cv(model, pre, targets, params, fold_of, config))
+    mean = curves.mean(0)
+    steps, best, reason = choose_steps(curves, config)
+    tuned = _train(model, pre, targets, params, config, steps) if steps else model
+    return tuned, {
+        "steps": steps,
+        "reason": reason,
+        "cv_loss_pretrained": float(mean[0]),
+        "cv_loss_best": float(mean[best]),
+        "folds": config.folds,
+    }

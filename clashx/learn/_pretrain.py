@@ -1,0 +1,234 @@
+"""Pretraining the surrogate on generated collisions (CLASH step 1, "distil").
+
+`pretrain(config)` trains a `Surrogate` with optax (AdamW, cosine decay) on an
+event file from `clashx generate`, holding out a validation split, and writes
+the run folder:
+
+    RUN/surrogate.eqx, RUN/surrogate.json   the model and its metadata
+    RUN/checkpoint.json, RUN/checkpoint-E.eqx  the training state after epoch E (resume)
+    RUN/metrics.json                         validation error per epoch and at the end
+
+A killed run resumes from its last epoch when started again with the same
+configuration.  Every SCENE.md shape is mirror-symmetric, so each training
+event is also used as its mirror image (`clashx.surrogate._surrogate.mirror`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ..core._io import describe_changes, load_model_leaves, write_json
+from ..core._params import ParamSpace
+from ..events import _metrics
+from ..events._events import load_events
+from ..scenes import _geometry as geo
+from ..surrogate._surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainConfig:
+    """How to pretrain.
+
+    Attributes:
+        data: event file written by `clashx generate --scene strike`.
+        out: run folder.
+        epochs: passes over the training events (mirror images included).
+        batch_size: events per step.
+        lr: peak learning rate (cosine decay to 1 % of it).
+        weight_decay: AdamW weight decay.
+        width, depth: the MLP's hidden width and number of hidden layers.
+        val_fraction: share of events held out for validation.
+        seed: PRNG seed (weights, split, shuffling).
+    """
+
+    data: str
+    out: str
+    epochs: int = 30
+    batch_size: int = 1024
+    lr: float = 2e-3
+    weight_decay: float = 1e-5
+    width: int = 256
+    depth: int = 4
+    val_fraction: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError("--epochs and --batch-size must be positive")
+        if not 0.0 < self.val_fraction < 0.5:
+            raise ValueError(f"--val-fraction {self.val_fraction}: expected a share in (0, 0.5)")
+
+
+def load_training_events(path: str) -> tuple[str, ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
+    """Strikes, parameters and outcomes of the touched events of a generated file, with its shape and space.
+
+    The outcomes are (n, 6): the velocity at release and the window's
+    displacement (`window_displacement`; NaN for files without release poses).
+    """
+    ev = load_events(path, scene="strike")
+    meta = ev["meta"]
+    if "param_space" not in meta or not np.isfinite(ev["params"]).all():
+        raise ValueError(
+            f"{path}: events without simulation parameters (real data?); pretrain on `clashx generate` output"
+        )
+    keep = ev["touched"]
+    if keep.sum() < 10:
+        raise ValueError(f"{path}: only {int(keep.sum())} touched events; generate more")
+    space = ParamSpace.from_description(meta["param_space"])
+    disp = np.asarray(window_displacement(ev["start_pose"][keep], ev["release_pose"][keep]), np.float64)
+    outcome = np.concatenate([ev["post_velocity"][keep], disp], 1)
+    return str(ev["shape"]), space, ev["strike"][keep], ev["params"][keep], outcome
+
+
+def _split(n: int, fraction: float, key) -> tuple[np.ndarray, np.ndarray]:
+    perm = np.asarray(jax.random.permutation(key, n))
+    n_val = max(1, int(round(n * fraction)))
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def validation_report(model: Surrogate, strikes, params, outcomes) -> dict:
+    """α-accuracy (0.05, 0.1, 0.2) and median relative error of `model`'s velocities against simulated events.
+
+    `outcomes` (n, 3) or (n, 6); with six columns, the median relative error of
+    the window's displacement (dx, dy, r·dyaw) is reported too.
+    """
+    pred = np.asarray(_release_batched(model, jnp.asarray(strikes), jnp.asarray(params)))
+    length = geo.characteristic_length(model.shape)
+    err = np.asarray(_metrics.relative_error(pred[:, :3], outcomes[:, :3], length))
+    out = {
+        "alpha_0.05": float(np.mean(err <= 0.05)),
+        "alpha_0.1": float(np.mean(err <= 0.1)),
+        "alpha_0.2": float(np.mean(err <= 0.2)),
+        "median_rel_err": float(np.median(err)),
+        "n": int(len(err)),
+    }
+    if outcomes.shape[1] == 6 and np.isfinite(outcomes[:, 3:]).all():
+        d_err = np.asarray(_metrics.relative_error(pred[:, 3:], outcomes[:, 3:], length))
+        out["displacement_median_rel_err"] = float(np.median(d_err))
+    return out
+
+
+@eqx.filter_jit
+def _release_batched(model, strikes, params):
+    return jax.vmap(model.release)(strikes, params)
+
+
+def _optimizer(config: PretrainConfig, steps_total: int) -> optax.GradientTransformation:
+    schedule = optax.cosine_decay_schedule(config.lr, steps_total, alpha=0.01)
+    return optax.adamw(schedule, weight_decay=config.weight_decay)
+
+
+# The flag that sets each PretrainConfig field, for naming what differs from an interrupted run.
+FLAGS = {k: "--" + k.replace("_", "-") for k in PretrainConfig.__dataclass_fields__}
+
+
+def _resume(run: str, ckpt_meta: str, cfg_json: dict, like) -> tuple:
+    """(model, opt_state, epochs done, history) of the interrupted run in `run`, checked against `cfg_json`."""
+    fix = f"delete {ckpt_meta} (and {run}/checkpoint-*.eqx) to start over, or choose another --out"
+    try:
+        with open(ckpt_meta) as f:
+            saved = json.load(f)
+        old, weights, epoch, history = saved["config"], saved["weights"], saved["epoch"], saved["history"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        raise ValueError(f"{ckpt_meta}: damaged; {fix}") from None
+    if old != cfg_json:
+        raise ValueError(
+            f"{run} holds a training run with other settings: {describe_changes(old, cfg_json, FLAGS)}. "
+            "Rerun with that run's flags to resume it, or choose another --out"
+        )
+    model, opt_state = load_model_leaves(run, weights, "checkpoint.json", lambda: like, fix)
+    return model, opt_state, epoch, history
+
+
+def pretrain(
+    config: PretrainConfig,
+    *,
+    progress: Callable[[int, int, dict], None] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> dict:
+    """Train a surrogate on `config.data` and write the run folder `config.out`; resume a killed run.
+
+    Args:
+        config: what to train.
+        progress: called as `progress(epoch_done, epochs, metrics)` after each epoch.
+        report: called with a line of news for the user (where a resumed run picks up).
+
+    Returns:
+        Final metrics: validation α-accuracies and median relative error (against the held-out simulated events).
+    """
+    shape, space, strikes, params, vel = load_training_events(config.data)
+    key = jax.random.PRNGKey(config.seed)
+    k_split, k_init, k_shuffle = jax.random.split(key, 3)
+    train, val = _split(len(strikes), config.val_fraction, k_split)
+    s_m, v_m, p_m = mirror(strikes[train], vel[train], params[train], space)
+    s_tr = jnp.concatenate([jnp.asarray(strikes[train]), s_m])
+    v_tr = jnp.concatenate([jnp.asarray(vel[train]), v_m])
+    p_tr = jnp.concatenate([jnp.asarray(params[train]), p_m])
+    ratio = jnp.nan_to_num(v_tr / s_tr[:, 2:3])
+    model = make_surrogate(
+        shape, key=k_init, space=space, width=config.width, depth=config.depth,
+        out_mean=jnp.mean(ratio, 0), out_std=jnp.std(ratio, 0) + 1e-6,
+    )  # fmt: skip
+    length = geo.characteristic_length(shape)
+    n = len(s_tr)
+    steps_per_epoch = max(1, n // config.batch_size)
+    opt = _optimizer(config, steps_per_epoch * config.epochs)
+    opt_state = opt.init(eqx.filter(model, eqx.is_inexact_array))
+    start_epoch, history = 0, []
+
+    run = config.out
+    os.makedirs(run, exist_ok=True)
+    ckpt_meta = os.path.join(run, "checkpoint.json")
+    cfg_json = dataclasses.asdict(config)
+    if os.path.exists(ckpt_meta):
+        model, opt_state, start_epoch, history = _resume(run, ckpt_meta, cfg_json, (model, opt_state))
+        if report is not None and start_epoch < config.epochs:
+            report(f"{run}: resuming at epoch {start_epoch + 1} of {config.epochs} ({start_epoch} done)")
+        elif report is not None:
+            report(f"{run}: all {config.epochs} epochs were done; writing the model")
+
+    @eqx.filter_jit
+    def step(model, opt_state, s, p, v):
+        def loss_fn(m):
+            return release_loss(jax.vmap(m.release)(s, p), v, length)
+
+        loss, grads = eqx.filter_value_and_grad(loss_fn)(model)
+        updates, opt_state = opt.update(grads, opt_state, eqx.filter(model, eqx.is_inexact_array))
+        return eqx.apply_updates(model, updates), opt_state, loss
+
+    for epoch in range(start_epoch, config.epochs):
+        perm = jax.random.permutation(jax.random.fold_in(k_shuffle, epoch), n)
+        losses = []
+        for i in range(steps_per_epoch):
+            idx = perm[i * config.batch_size : (i + 1) * config.batch_size]
+            model, opt_state, loss = step(model, opt_state, s_tr[idx], p_tr[idx], v_tr[idx])
+            losses.append(loss)
+        metrics = {"epoch": epoch + 1, "train_loss": float(jnp.mean(jnp.stack(losses)))}
+        metrics |= {"val_" + k: v for k, v in validation_report(model, strikes[val], params[val], vel[val]).items()}
+        history.append(metrics)
+        # weights under a new name first, then the JSON that points to them: a kill at any
+        # moment leaves a JSON naming a complete weights file of the same epoch
+        weights = f"checkpoint-{epoch + 1:04d}.eqx"
+        eqx.tree_serialise_leaves(os.path.join(run, weights + ".tmp"), (model, opt_state))
+        os.replace(os.path.join(run, weights + ".tmp"), os.path.join(run, weights))
+        write_json(ckpt_meta, {"config": cfg_json, "epoch": epoch + 1, "weights": weights, "history": history})
+        for old in os.listdir(run):
+            if old.startswith("checkpoint-") and old.endswith(".eqx") and old != weights:
+                os.remove(os.path.join(run, old))
+        if progress is not None:
+            progress(epoch + 1, config.epochs, metrics)
+
+    final = validation_report(model, strikes[val], params[val], vel[val])
+    result = {"validation": final, "n_train_events": int(len(train)), "n_val_events": int(len(val)), "history": history}
+    save_surrogate(run, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
+    write_json(os.path.join(run, "metrics.json"), result)
+    return result

@@ -1,0 +1,458 @@
+"""Model-based strike optimisation: CMA-ES (evosax) over batched rollouts (CLASH's model-based optimisation, its Tables IV and V).
+
+A strike (θ, θ1, v_pre) is searched in the unit cube of its ranges (SCENE.md
+Table II).  A candidate is clipped into the cube before it is simulated, and its
+fitness is the final pose error plus the squared distance it was clipped by
+(which keeps the search inside the ranges):
+
+    fitness = ‖p_xy − g_xy‖ + w · |wrap(p_yaw − g_yaw)| + ‖u − clip(u)‖²
+
+with w = `MBOConfig.yaw_weight` (m per rad).  Poses are in the frame of the
+block's start pose, so one simulated scene serves every start on flat ground.
+
+Two drivers share the fitness and the CMA-ES state:
+
+* `optimize_jit`: ask → evaluate → tell for all generations in one jitted
+  `lax.scan` (the evaluator must be a JAX function: the MJX hybrid, MJX);
+* `optimize_host`: jitted ask and tell around an evaluator on the host (numpy:
+  the MuJoCo C engines, the CPU hybrid fallback).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from evosax.algorithms import CMA_ES
+
+from ..core._types import Array, Float, PRNGKeyArray
+from ..scenes import _geometry as geo
+
+_LOW = jnp.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
+_HIGH = jnp.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+
+
+class MBOConfig(eqx.Module):
+    """CMA-ES settings of a strike search.
+
+    Attributes:
+        population: candidates per generation.
+        generations: generations (population × generations rollouts in all).
+        std_init: initial step size, in units of the strike ranges.
+        yaw_weight: metres of position error one radian of yaw error costs (0.035 m/rad:
+            about the blocks' radius of gyration, so a turn costs what it moves a corner).
+    """
+
+    population: int = eqx.field(static=True, default=16)
+    generations: int = eqx.field(static=True, default=20)
+    std_init: float = eqx.field(static=True, default=0.25)
+    yaw_weight: float = eqx.field(static=True, default=0.035)
+
+    def check(self) -> MBOConfig:
+        """Raise a ValueError naming the setting if one is out of range."""
+        if self.population < 4:
+            raise ValueError(f"population must be at least 4 (CMA-ES needs a few candidates), got {self.population}")
+        if self.generations < 1:
+            raise ValueError(f"generations must be at least 1, got {self.generations}")
+        if not self.std_init > 0:
+            raise ValueError(f"std_init must be positive, got {self.std_init}")
+        return self
+
+
+class MBOResult(eqx.Module):
+    """The outcome of one strike search.
+
+    Attributes:
+        strike: the best strike seen (θ, θ1, v_pre).
+        rest_pose: its predicted rest pose, in the start pose's frame (x, y, yaw).
+        fitness: its fitness.
+        history: best fitness per generation, (generations,).
+    """
+
+    strike: Float[Array, "3"]
+    rest_pose: Float[Array, "3"]
+    fitness: Float[Array, ""]
+    history: Float[Array, "g"]
+
+
+def strikes_of_unit(u: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
+    """Strikes from points of the unit cube (clipped into it) over SCENE.md's ranges."""
+    return _LOW + jnp.clip(u, 0.0, 1.0) * (_HIGH - _LOW)
+
+
+def clip_to_ranges(strikes) -> np.ndarray:
+    """Strikes as float64, clipped into SCENE.md's ranges (float32 rounding can step 1e-8 outside them)."""
+    low = np.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
+    high = np.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+    return np.clip(np.asarray(strikes, np.float64), low, high)
+
+
+def wrap(angle):
+    """Angle wrapped into (-π, π]."""
+    return jnp.arctan2(jnp.sin(angle), jnp.cos(angle))
+
+
+def pose_error(
+    pose: Float[Array, "... 3"], target: Float[Array, "3"]
+) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
+    """(position error in m, |yaw error| in rad) of poses against target poses (broadcast)."""
+    pose, target = jnp.asarray(pose), jnp.asarray(target)
+    return jnp.linalg.norm(pose[..., :2] - target[..., :2], axis=-1), jnp.abs(wrap(pose[..., 2] - target[..., 2]))
+
+
+def to_start_frame(pose: Float[Array, "3"], start: Float[Array, "3"]) -> Float[Array, "3"]:
+    """A world pose expressed in the frame of the block's start pose."""
+    pose, start = jnp.asarray(pose, jnp.float32), jnp.asarray(start, jnp.float32)
+    xy = geo.rot2(-start[2]) @ (pose[:2] - start[:2])
+    return jnp.concatenate([xy, wrap(pose[2] - start[2])[None]])
+
+
+def to_world(pose: Float[Array, "3"], start: Float[Array, "3"]) -> Float[Array, "3"]:
+    """A pose in the start pose's frame expressed in the world (inverse of `to_start_frame`)."""
+    pose, start = jnp.asarray(pose, jnp.float32), jnp.asarray(start, jnp.float32)
+    xy = start[:2] + geo.rot2(start[2]) @ pose[:2]
+    return jnp.concatenate([xy, wrap(pose[2] + start[2])[None]])
+
+
+def fitness(u: Float[Array, "n 3"], poses: Float[Array, "n 3"], target: Float[Array, "3"], config: MBOConfig):
+    """The CMA-ES fitness of candidates `u` whose rollouts ended at `poses` (module docstring)."""
+    pos, yaw = pose_error(poses, target)
+    clip = jnp.sum((u - jnp.clip(u, 0.0, 1.0)) ** 2, axis=-1)
+    f = pos + config.yaw_weight * yaw + clip
+    return jnp.where(jnp.isfinite(f), f, 1e3)
+
+
+def _strategy(config: MBOConfig):
+    es = CMA_ES(population_size=config.population, solution=jnp.zeros(3))
+    return es, es.default_params.replace(std_init=config.std_init)
+
+
+def _init(config: MBOConfig, key):
+    es, p = _strategy(config)
+    return es.init(key, jnp.full(3, 0.5), p)
+
+
+def _ask(config: MBOConfig, state, key):
+    es, p = _strategy(config)
+    return es.ask(key, state, p)
+
+
+def _tell(config: MBOConfig, state, pop, fit, key):
+    es, p = _strategy(config)
+    state, _ = es.tell(key, pop, fit, state, p)
+    return state
+
+
+def _keep_best(best, pop, poses, fit):
+    i = jnp.argmin(fit)
+    better = fit[i] < best[2]
+    return tuple(jnp.where(better, new, old) for new, old in zip((pop[i], poses[i], fit[i]), best))
+
+
+def _result(best, history) -> MBOResult:
+    u, pose, f = best
+    return MBOResult(strike=strikes_of_unit(u[None])[0], rest_pose=pose, fitness=f, history=history)
+
+
+@eqx.filter_jit
+def optimize_jit(
+    evaluate: Callable[[Float[Array, "n 3"]], Float[Array, "n 3"]],
+    target: Float[Array, "3"],
+    config: MBOConfig,
+    *,
+    key: PRNGKeyArray,
+) -> MBOResult:
+    """CMA-ES over a JAX evaluator, every generation's ask, rollouts and tell in one jitted scan.
+
+    Args:
+        evaluate: strikes (population, 3) → rest poses (population, 3) in the start frame;
+            a JAX function (e.g. `jax.vmap` of `clashx.hybrid_rollout`), closed over its model.
+        target: the target pose in the start frame (x, y, yaw).
+        config: population, generations, step size, yaw weight.
+        key: PRNG key (same key, same search).
+
+    Returns:
+        An `MBOResult`.
+    """
+    k_init, key = jax.random.split(key)
+    state = _init(config, k_init)
+    target = jnp.asarray(target, jnp.float32)
+
+    def generation(carry, k):
+        state, best = carry
+        k_ask, k_tell = jax.random.split(k)
+        pop, state = _ask(config, state, k_ask)
+        poses = jnp.asarray(evaluate(strikes_of_unit(pop)), jnp.float32)
+        fit = fitness(pop, poses, target, config)
+        state = _tell(config, state, pop, fit, k_tell)
+        best = _keep_best(best, pop, poses, fit)
+        return (state, best), best[2]
+
+    best = (jnp.full(3, 0.5), jnp.zeros(3), jnp.array(jnp.inf))
+    (_, best), history = jax.lax.scan(generation, (state, best), jax.random.split(key, config.generations))
+    return _result(best, history)
+
+
+_init_j = eqx.filter_jit(_init)
+_ask_j = eqx.filter_jit(_ask)
+_tell_j = eqx.filter_jit(_tell)
+_fitness_j = eqx.filter_jit(fitness)
+
+
+def optimize_host(
+    evaluate: Callable[[np.ndarray], np.ndarray],
+    target: Float[Array, "3"],
+    config: MBOConfig,
+    *,
+    key: PRNGKeyArray,
+    progress: Callable[[int, int], None] | None = None,
+) -> MBOResult:
+    """CMA-ES over a host evaluator (numpy in, numpy out: MuJoCo C, the CPU hybrid); ask and tell are jitted.
+
+    The same search as `optimize_jit` (same key, same candidates while the
+    evaluators agree).  `progress(done, total)` is called after each generation.
+    """
+    k_init, key = jax.random.split(key)
+    state = _init_j(config, k_init)
+    target = jnp.asarray(target, jnp.float32)
+    best = (jnp.full(3, 0.5), jnp.zeros(3), jnp.array(jnp.inf))
+    history = []
+    for g, k in enumerate(jax.random.split(key, config.generations)):
+        k_ask, k_tell = jax.random.split(k)
+        pop, state = _ask_j(config, state, k_ask)
+        poses = jnp.asarray(np.asarray(evaluate(np.asarray(strikes_of_unit(pop), np.float64))), jnp.float32)
+        fit = _fitness_j(pop, poses, target, config)
+        state = _tell_j(config, state, pop, fit, k_tell)
+        best = _keep_best(best, pop, poses, fit)
+        history.append(best[2])
+        if progress is not None:
+            progress(g + 1, config.generations)
+    return _result(best, jnp.stack(history))
+
+
+def describe(result: MBOResult, start, target) -> dict:
+    """A JSON-ready summary of a search: the strike, the predicted rest pose (world) and its errors."""
+    rest = np.asarray(to_world(result.rest_pose, jnp.asarray(start)), float)
+    pos, yaw = pose_error(jnp.asarray(rest), jnp.asarray(target, jnp.float32))
+    return {
+        "strike": dict(zip(geo.STRIKE_NAMES, clip_to_ranges(result.strike).tolist(), strict=True)),
+        "predicted_rest_pose": rest.tolist(),
+        "predicted_pos_err_m": float(pos),
+        "predicted_ori_err_rad": float(yaw),
+        "fitness": float(result.fitness),
+        "history": np.asarray(result.history, float).tolist(),
+        "start": [float(v) for v in start],
+        "target": [float(v) for v in target],
+    }
+
+
+# --- evaluators: strikes → rest poses, one per engine --------------------------------------------
+
+ENGINES = ("mjx-hybrid", "cpu-hybrid", "mujoco-c", "mjx", "mujoco-c-two-phase")
+
+
+class HybridEvaluator(eqx.Module):
+    """Rest poses of strikes in the MJX hybrid (a pytree, so one compile serves every target)."""
+
+    hs: object
+    handler: object
+    params: Float[Array, "p"]
+
+    def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
+        from ..hybrid._hybrid import hybrid_rollout
+
+        return jax.vmap(lambda s: hybrid_rollout(self.hs, self.handler, s, self.params).rest_pose)(strikes)
+
+
+class MJXEvaluator(eqx.Module):
+    """Rest poses of strikes in MJX with full contact (the scene's two models and timesteps)."""
+
+    sim: object
+    params: Float[Array, "p"]
+
+    def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
+        from ..scenes._strike import simulate_strike
+
+        return jax.vmap(lambda s: simulate_strike(self.sim, s, self.params).rest_pose)(strikes)
+
+
+def cached_scene(sims: dict, shape: str, dt_slide: float):
+    """The strike scene of `shape` with slide step `dt_slide`, built once per `sims` cache."""
+    from ..scenes import _scenes, _strike
+
+    k = (shape, dt_slide)
+    if k not in sims:
+        sims[k] = _strike.make_strike_sim(shape, _scenes.SolverSettings(dt_slide=dt_slide))
+    return sims[k]
+
+
+def cached_hybrid(sims: dict, shape: str):
+    """The hybrid scene of `shape` (on the default strike scene), built once per `sims` cache."""
+    from ..hybrid import _hybrid
+    from ..scenes import _scenes
+
+    k = (shape, "hybrid")
+    if k not in sims:
+        sims[k] = _hybrid.make_hybrid_sim(shape, sim=cached_scene(sims, shape, _scenes.SolverSettings().dt_slide))
+    return sims[k]
+
+
+def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict | None = None):
+    """The rest-pose evaluator of one engine, with (jit-able, host) flag.
+
+    Engines: "mjx-hybrid" and "cpu-hybrid" (the surrogate `handler` at the
+    impact, MJX / MuJoCo C for the rest, 4 ms then 8 ms steps); "mujoco-c" and "mjx"
+    (full contact at the 1 ms step the striker-block pair needs, for the whole
+    strike); "mujoco-c-two-phase" (full contact at 1 ms until release, then
+    4 ms: what `clashx generate` simulates).  `sims` caches the scenes across
+    calls (`cached_scene`, `cached_hybrid`).
+    """
+    from ..hybrid import _hybrid
+    from ..scenes import _scenes, _strike
+
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    sims = {} if sims is None else sims
+    params = np.asarray(params, np.float64)
+    if engine in ("mjx-hybrid", "cpu-hybrid"):
+        if handler is None:
+            raise ValueError(f"engine {engine!r} needs a handler (a surrogate)")
+        hs = cached_hybrid(sims, shape)
+        if engine == "mjx-hybrid":
+            return HybridEvaluator(hs, handler, jnp.asarray(params, jnp.float32)), True
+        return (lambda s: _hybrid.hybrid_rollouts_c(hs, handler, s, params).rest_pose), False
+    dt = _scenes.SolverSettings().dt_contact if engine in ("mujoco-c", "mjx") else _scenes.SolverSettings().dt_slide
+    sim = cached_scene(sims, shape, dt)
+    if engine == "mjx":
+        return MJXEvaluator(sim, jnp.asarray(params, jnp.float32)), True
+    return (
+        lambda s: _strike.simulate_strikes_c(sim, s, np.broadcast_to(params, (len(s), len(params)))).rest_pose
+    ), False
+
+
+def optimize(
+    engine: str, shape: str, params, start, target, config: MBOConfig, *, key, handler=None, sims=None, progress=None
+) -> MBOResult:
+    """Find the strike that brings the block from `start` to `target` (world poses x, y, yaw) on one engine.
+
+    Returns an `MBOResult` whose rest pose is in the start pose's frame (`to_world` maps it back).
+    """
+    config.check()
+    evaluate, jittable = make_evaluator(engine, shape, params, handler=handler, sims=sims)
+    goal = to_start_frame(jnp.asarray(target), jnp.asarray(start))
+    if jittable:
+        return optimize_jit(evaluate, goal, config, key=key)
+    return optimize_host(evaluate, goal, config, key=key, progress=progress)
+
+
+def cmaes_in_box(
+    losses: Callable[[np.ndarray], np.ndarray],
+    u0,
+    *,
+    key: PRNGKeyArray,
+    population: int,
+    generations: int,
+    std_init: float,
+    best: tuple[np.ndarray, float] | None = None,
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """CMA-ES (evosax, ask/tell on the host) over the unit box, for fits whose loss runs on the host.
+
+    Candidates are clipped into the box before `losses` sees them (one call per
+    generation: (population, d) → (population,)); the search ranks them by
+    loss plus the squared distance they were clipped by, which keeps its mean
+    inside the box.  The best clipped candidate seen is kept (and `best`, a
+    (u, loss) already evaluated, e.g. the start, competes with it).
+
+    Returns:
+        (u, loss, history): the best point of the box, its loss, and the best loss of each generation.
+    """
+    u0 = np.asarray(u0, np.float64)
+    es = CMA_ES(population_size=population, solution=jnp.zeros(len(u0)))
+    es_params = es.default_params.replace(std_init=std_init)
+    best_u, best_loss = (u0, math.inf) if best is None else (np.asarray(best[0], np.float64), float(best[1]))
+    key, k_init = jax.random.split(key)
+    state = es.init(k_init, jnp.asarray(u0, jnp.float32), es_params)
+    history = []
+    for _ in range(generations):
+        key, k_ask, k_tell = jax.random.split(key, 3)
+        pop, state = es.ask(k_ask, state, es_params)
+        pop = np.asarray(pop, np.float64)
+        u = np.clip(pop, 0.0, 1.0)
+        loss = np.asarray(losses(u), np.float64)
+        state, _ = es.tell(
+            k_tell, jnp.asarray(pop), jnp.asarray(loss + np.sum((pop - u) ** 2, axis=1)), state, es_params
+        )
+        i = int(np.argmin(loss))
+        history.append(float(loss[i]))
+        if loss[i] < best_loss:
+            best_u, best_loss = u[i], float(loss[i])
+    return best_u, best_loss, np.asarray(history)
+
+
+def identify_from_rest(
+    rest_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    space,
+    params0,
+    strikes: Float[np.ndarray, "n 3"],
+    rest: Float[np.ndarray, "n 3"],
+    *,
+    key: PRNGKeyArray,
+    population: int = 16,
+    generations: int = 15,
+    std_init: float = 0.15,
+    yaw_weight: float = 0.035,
+    free: tuple[str, ...] | None = None,
+) -> tuple[np.ndarray, float]:
+    """Parameters refit on observed rest poses, by CMA-ES from a first estimate.
+
+    The second stage of identification for tasks that end at rest
+    (`cmaes_in_box` over the unit cube of the prior, started at `params0`):
+    the loss is the mean over the fit strikes of ‖Δxy‖ + yaw_weight·|Δyaw|
+    between simulated and observed rest poses.
+
+    Args:
+        rest_of: (strikes (k, 3), params (k, p)) → rest poses (k, 3) in the start frame, on the host
+            (e.g. `clashx.hybrid_rollouts_c(...).rest_pose`, or MuJoCo C).
+        space: the `ParamSpace` of the parameters.
+        params0: the first estimate (p,), e.g. from the post-impact velocities.
+        strikes, rest: (n, 3) fit strikes and their observed rest poses (start frame).
+        key: PRNG key.
+        population, generations, std_init: CMA-ES settings (step size in units of the prior's ranges).
+        yaw_weight: metres per radian of yaw error.
+        free: names of the parameters refit (default: all); the others keep `params0`.
+
+    Returns:
+        (params, loss): the best candidate seen (the start counts) and its loss (m).
+    """
+    strikes = np.asarray(strikes, np.float64)
+    rest = jnp.asarray(rest, jnp.float32)
+    n = len(strikes)
+    cols = [space.index(name) for name in (free if free is not None else space.names)]
+    u_all = np.clip(np.asarray(space.to_unit(jnp.asarray(params0, jnp.float32)), np.float64), 0.0, 1.0)
+
+    def full(u: np.ndarray) -> np.ndarray:
+        out = np.tile(u_all, (len(u), 1))
+        out[:, cols] = u
+        return out
+
+    def losses(u: np.ndarray) -> np.ndarray:
+        phys = np.asarray(space.from_unit(jnp.asarray(full(u))), np.float64)
+        poses = np.asarray(rest_of(np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0))).reshape(len(u), n, 3)
+        pos, yaw = pose_error(jnp.asarray(poses, jnp.float32), rest[None])
+        return np.asarray(jnp.mean(pos + yaw_weight * yaw, axis=1))
+
+    u0 = u_all[cols]
+    u, loss, _ = cmaes_in_box(
+        losses,
+        u0,
+        key=key,
+        population=population,
+        generations=generations,
+        std_init=std_init,
+        best=(u0, float(losses(u0[None])[0])),
+    )
+    return np.asarray(space.from_unit(jnp.asarray(full(np.asarray(u)[None])[0], jnp.float32)), np.float64), loss

@@ -1,0 +1,481 @@
+"""Simulating one strike (SCENE.md) to rest, on MJX (jit/vmap/grad) and on MuJoCo C (a thread pool).
+
+One strike runs in two phases that both engines share:
+
+1. *contact phase*, timestep `dt_contact`: the striker is launched at the
+   settled block; the first collision pass that finds a striker-block contact
+   (distance < 0) marks the first touch, at the time of the state it was run
+   on; `RELEASE_AFTER` = 0.02 s later the block's planar velocity is the
+   collision event (the definition of the lab's `post_velocity_true`) and the
+   arm pulls the striker away (it is parked far off the scene);
+2. *slide phase*, timestep `dt_slide`: only the block-ground contact is left;
+   the block slides until `MAX_TIME` after launch (the lab's cut-off), and its
+   pose then is the rest pose.
+
+The rule (initial state, touch, release, velocity in the block frame) is
+written once in JAX; the MuJoCo C engine (`simulate_strikes_c`) calls the same
+functions on numpy arrays around `mujoco.batch.Batch` rollouts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from ..core import _batch
+from ..core._mjx import mjx
+from ..core._params import Layout, ParamSpace
+from ..core._types import Array, Bool, Float
+from . import _geometry as geo
+from . import _scenes
+from ._spaces import strike_space
+
+RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away
+MAX_TIME = 4.0  # s after launch: the lab stops a strike here if the block still moves
+SETTLE_TIME = 0.5  # s the block settles on the ground before any strike (long enough to be at rest)
+_STRIKER_Q = slice(7, 10)  # striker qpos: slide x, slide y, yaw (0 = parked off the scene)
+_STRIKER_V = slice(6, 9)
+
+
+class StrikeEvent(eqx.Module):
+    """The outcome of one strike.
+
+    Attributes:
+        post_velocity: (vx, vy, ωz) of the block frame's origin in the block
+            frame at release, m/s and rad/s; zeros if the striker missed.
+        release_pose: block pose (x, y, yaw) in the world at release, m and rad
+            (the pose at launch if the striker missed).
+        t_touch: first touch, s after launch (NaN if the striker missed).
+        t_release: t_touch + RELEASE_AFTER, s after launch: the contact window is [t_touch, t_release].
+        touched: whether the striker touched the block.
+        rest_pose: block pose (x, y, yaw) in the world at MAX_TIME, m and rad.
+    """
+
+    post_velocity: Float[Array, "3"]
+    release_pose: Float[Array, "3"]
+    t_touch: Float[Array, ""]
+    t_release: Float[Array, ""]
+    touched: Bool[Array, ""]
+    rest_pose: Float[Array, "3"]
+
+
+class StrikeSim(eqx.Module):
+    """The strike scene of one block shape, ready to simulate on MJX or MuJoCo C.
+
+    Build with `make_strike_sim(shape)`.  Static configuration is static; the
+    MJX model is a pytree whose array fields can be traced.
+    """
+
+    shape: str = eqx.field(static=True)
+    settings: _scenes.SolverSettings = eqx.field(static=True)
+    space: ParamSpace
+    rows: Layout = eqx.field(static=True)
+    slide_rows: Layout = eqx.field(static=True)
+    model: mjx.Model
+    slide_model: mjx.Model
+    block_rest: Float[Array, "7"]
+    striker_geom: int = eqx.field(static=True)
+    block_geoms: tuple[int, ...] = eqx.field(static=True)
+    n_contact: int = eqx.field(static=True)
+    n_window: int = eqx.field(static=True)
+    n_slide: int = eqx.field(static=True)
+
+    def mj_model(self, touch_sensor: bool = False) -> mujoco.MjModel:
+        """A fresh MuJoCo C model of the contact phase (nominal parameters), ready for `space.apply_c`."""
+        return _compile(self.space, self.shape, self.settings, touch_sensor=touch_sensor)
+
+    def mj_slide_model(self) -> mujoco.MjModel:
+        """A fresh MuJoCo C model of the slide phase: no striker-block pair, timestep dt_slide."""
+        return _compile(self.space, self.shape, self.settings, striker_pair=False)
+
+
+def _compile(space: ParamSpace, shape: str, settings: _scenes.SolverSettings, **kwargs) -> mujoco.MjModel:
+    m = space.prepare(_scenes.compile_xml(_scenes.strike_xml(shape, settings, **kwargs)))
+    if not kwargs.get("striker_pair", True):
+        m.opt.timestep = settings.dt_slide
+    return m
+
+
+def _settle(m: mujoco.MjModel) -> np.ndarray:
+    d = mujoco.MjData(m)
+    mujoco.mj_resetData(m, d)
+    for _ in range(int(round(SETTLE_TIME / m.opt.timestep))):
+        mujoco.mj_step(m, d)
+    return d.qpos[:7].copy()
+
+
+def make_strike_sim(
+    shape: str, settings: _scenes.SolverSettings | None = None, space: ParamSpace | None = None
+) -> StrikeSim:
+    """Build the strike scene of `shape` with the block settled on the ground.
+
+    Args:
+        shape: "semi-cylinder", "square" or "triangle".
+        settings: timesteps and solver settings (defaults: `SolverSettings()`).
+        space: the identified parameters (default `strike_space()` for the shape's pieces).
+
+    Returns:
+        A `StrikeSim`. Its contact phase lasts long enough for the slowest
+        strike of the range (v_pre = 0.2 m/s) to touch and be released.
+    """
+    geo.check_shape(shape)
+    settings = settings or _scenes.SolverSettings()
+    n_pieces = len(geo.convex_pieces(shape))
+    space = space or strike_space(n_pieces)
+    m = _compile(space, shape, settings)
+    m_slide = _compile(space, shape, settings, striker_pair=False)
+    v_min = geo.STRIKE_RANGES["v_pre"][0]
+    n_window = int(round(RELEASE_AFTER / settings.dt_contact))
+    n_contact = int(math.ceil(geo.GAP / v_min / settings.dt_contact)) + n_window + 5
+    n_slide = int(math.ceil(MAX_TIME / settings.dt_slide))
+    return StrikeSim(
+        shape=shape,
+        settings=settings,
+        space=space,
+        rows=space.rows(m),
+        slide_rows=space.rows(m_slide, strict=False),
+        model=mjx.put_model(m),
+        slide_model=mjx.put_model(m_slide),
+        block_rest=jnp.asarray(_settle(m)),
+        striker_geom=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "striker"),
+        block_geoms=tuple(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"block_{k}") for k in range(n_pieces)),
+        n_contact=n_contact,
+        n_window=n_window,
+        n_slide=n_slide,
+    )
+
+
+def yaw_of(quat: Float[Array, "4"]) -> Float[Array, ""]:
+    """Yaw (rad) of a scalar-first quaternion."""
+    w, x, y, z = quat[0], quat[1], quat[2], quat[3]
+    return jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def block_pose(qpos: Float[Array, "nq"]) -> Float[Array, "3"]:
+    """Block pose (x, y, yaw) in the world from the scene's qpos."""
+    return jnp.stack([qpos[0], qpos[1], yaw_of(qpos[3:7])])
+
+
+def block_velocity(qpos: Float[Array, "nq"], qvel: Float[Array, "nv"]) -> Float[Array, "3"]:
+    """(vx, vy, ωz) of the block frame's origin in the block frame.
+
+    MuJoCo's free joint gives the origin's linear velocity in the world frame
+    and the angular velocity in the body frame.
+    """
+    yaw = yaw_of(qpos[3:7])
+    v = geo.rot2(-yaw) @ qvel[0:2]
+    return jnp.stack([v[0], v[1], qvel[5]])
+
+
+def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
+    """qpos and qvel at launch: the settled block, the striker placed and moving as SCENE.md says."""
+    centre, s_yaw, vel = geo.striker_start(sim.shape, strike)
+    pose = block_pose(sim.block_rest)
+    rot = geo.rot2(pose[2])
+    c_world = pose[:2] + rot @ centre
+    v_world = rot @ vel
+    park = jnp.asarray(sim.model.body_pos[2, :2])
+    qpos = jnp.concatenate([sim.block_rest, c_world - park, (s_yaw + pose[2])[None]])
+    qvel = jnp.concatenate([jnp.zeros(6), v_world, jnp.zeros(1)])
+    return qpos, qvel
+
+
+def parked(qpos: Float[Array, "10"], qvel: Float[Array, "9"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
+    """The state with the striker pulled away: parked off the scene, at rest."""
+    return qpos.at[_STRIKER_Q].set(0.0), qvel.at[_STRIKER_V].set(0.0)
+
+
+def _with_params(sim: StrikeSim, params: Float[Array, "p"]) -> mjx.Model:
+    return sim.space.apply(sim.model, sim.rows, params)
+
+
+class ContactResult(eqx.Module):
+    """What the contact phase gives: the collision event and the state the slide phase starts from.
+
+    Attributes:
+        post_velocity: (vx, vy, ωz) of the block at release (zeros if the striker missed).
+        release_pose: block pose (x, y, yaw) at release.
+        t_touch, t_release: contact onset and release, s after launch.
+        touched: whether the striker touched the block.
+        q_end, v_end, t_end: the first simulated state at or after release.
+    """
+
+    post_velocity: Float[Array, "3"]
+    release_pose: Float[Array, "3"]
+    t_touch: Float[Array, ""]
+    t_release: Float[Array, ""]
+    touched: Bool[Array, ""]
+    q_end: Float[Array, "10"]
+    v_end: Float[Array, "9"]
+    t_end: Float[Array, ""]
+
+
+def release_rule(sim: StrikeSim, found, touch_k, depth, closing, q_a, v_a, q_b, v_b):
+    """The event from the first touching step and the two states around release (both engines use this).
+
+    The first collision pass that finds a striker-block contact runs on state
+    `touch_k`; the contact began `depth / closing` earlier (the striker flies
+    at constant velocity onto the resting block until then), which places the
+    onset between steps.  Release is RELEASE_AFTER later, between states
+    touch_k + n_window − 1 (`q_a`, `v_a`) and touch_k + n_window (`q_b`,
+    `v_b`); the velocity there is interpolated linearly.  Resolving the onset
+    below one step keeps the event a continuous function of the strike:
+    otherwise a 1 ms jitter of the onset moves the release velocity by up to
+    μ2·g·1 ms (1 cm/s at μ2 = 1).  `found` says whether any pass found a
+    contact; a touch too late for its release to fall inside the contact
+    phase counts as a miss (it cannot happen within SCENE.md's ranges).
+
+    Returns:
+        (touched, post_velocity, release_pose, t_touch, t_release): zeros, the
+        pose at `q_b` and NaN times for a miss.
+    """
+    dt = sim.settings.dt_contact
+    touched = found & (touch_k + sim.n_window <= sim.n_contact)
+    tau = jnp.clip(depth / jnp.maximum(closing, 1e-6), 0.0, dt)
+    t_touch = touch_k * dt - tau
+    w = 1.0 - tau / dt
+    post = (1.0 - w) * block_velocity(q_a, v_a) + w * block_velocity(q_b, v_b)
+    pose_a, pose_b = block_pose(q_a), block_pose(q_b)
+    pose_a = pose_a.at[2].set(pose_b[2] + jnp.remainder(pose_a[2] - pose_b[2] + jnp.pi, 2 * jnp.pi) - jnp.pi)
+    pose = (1.0 - w) * pose_a + w * pose_b
+    return (
+        touched,
+        jnp.where(touched, post, 0.0),
+        jnp.where(touched, pose, pose_b),
+        jnp.where(touched, t_touch, jnp.nan),
+        jnp.where(touched, t_touch + RELEASE_AFTER, jnp.nan),
+    )
+
+
+def _striker_contact(sim: StrikeSim, data: mjx.Data):
+    """(touching, depth, unit normal) of the deepest striker-block contact of the last collision pass."""
+    contact = data._impl.contact
+    g = contact.geom
+    block = jnp.asarray(sim.block_geoms)
+    pair = ((g[:, 0] == sim.striker_geom) & jnp.isin(g[:, 1], block)) | (
+        jnp.isin(g[:, 0], block) & (g[:, 1] == sim.striker_geom)
+    )
+    dist = jnp.where(pair, contact.dist, jnp.inf)
+    i = jnp.argmin(dist)
+    return dist[i] < 0, -dist[i], jnp.reshape(contact.frame[i], (-1,))[0:3]  # normal: the frame's first row
+
+
+def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -> ContactResult:
+    """Run the contact phase of one strike on MJX (`model` carries the world's parameters)."""
+    qpos0, qvel0 = initial_state(sim, strike)
+    data = mjx.make_data(model).replace(qpos=qpos0, qvel=qvel0)
+    n_win = sim.n_window
+
+    def body(carry, k):
+        data, touch_k, depth, closing, q_a, v_a, q_b, v_b = carry
+        v_striker = jnp.concatenate([data.qvel[6:8], jnp.zeros(1)])
+        data = mjx.step(model, data)  # data.contact: the collision pass on state k
+        touching, d, normal = _striker_contact(sim, data)
+        first = (touch_k < 0) & touching
+        touch_k = jnp.where(first, k, touch_k)
+        depth = jnp.where(first, d, depth)
+        closing = jnp.where(first, jnp.abs(v_striker @ normal), closing)
+        at_a = (touch_k >= 0) & (k + 1 == touch_k + n_win - 1)
+        at_b = (touch_k >= 0) & (k + 1 == touch_k + n_win)
+        q_a, v_a = jnp.where(at_a, data.qpos, q_a), jnp.where(at_a, data.qvel, v_a)
+        q_b, v_b = jnp.where(at_b, data.qpos, q_b), jnp.where(at_b, data.qvel, v_b)
+        return (data, touch_k, depth, closing, q_a, v_a, q_b, v_b), None
+
+    zero = jnp.zeros(())
+    init = (data, jnp.array(-1), zero, zero, qpos0, qvel0, qpos0, qvel0)
+    (data, touch_k, depth, closing, q_a, v_a, q_b, v_b), _ = jax.lax.scan(body, init, jnp.arange(sim.n_contact))
+    touched, post, pose, t_touch, t_release = release_rule(
+        sim, touch_k >= 0, touch_k, depth, closing, q_a, v_a, q_b, v_b
+    )
+    return ContactResult(
+        post_velocity=post,
+        release_pose=pose,
+        t_touch=t_touch,
+        t_release=t_release,
+        touched=touched,
+        q_end=q_b,
+        v_end=v_b,
+        t_end=(touch_k + n_win) * sim.settings.dt_contact,
+    )
+
+
+def slide_phase(sim: StrikeSim, params: Float[Array, "p"], qpos, qvel, t_start) -> Float[Array, "10"]:
+    """Slide the block (striker parked) from time `t_start` until MAX_TIME; return the final qpos."""
+    model = sim.space.apply(sim.slide_model, sim.slide_rows, params)
+    qpos, qvel = parked(qpos, qvel)
+    data = mjx.make_data(model).replace(qpos=qpos, qvel=qvel, time=t_start)
+    n_steps = jnp.ceil((MAX_TIME - t_start) / sim.settings.dt_slide - 1e-9)
+
+    def body(data, k):
+        new = mjx.step(model, data)
+        return jax.tree.map(lambda a, b: jnp.where(k < n_steps, a, b), new, data), None
+
+    data, _ = jax.lax.scan(body, data, jnp.arange(sim.n_slide))
+    return data.qpos
+
+
+def simulate_strike(
+    sim: StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"], *, to_rest: bool = True
+) -> StrikeEvent:
+    """Simulate one strike on MJX and return its collision event.
+
+    Args:
+        sim: the scene, from `make_strike_sim`.
+        strike: (θ, θ1, v_pre), rad, rad, m/s (SCENE.md "A strike").
+        params: (p,) values of `sim.space` (its `names`, physical units).
+        to_rest: also run the slide phase for the rest pose (else rest_pose is the pose at release).
+
+    Returns:
+        A `StrikeEvent`.  Batch with `jax.vmap(simulate_strike, in_axes=(None, 0, 0))`.
+    """
+    c = contact_phase(sim, _with_params(sim, params), strike)
+    q_end = slide_phase(sim, params, c.q_end, c.v_end, c.t_end) if to_rest else c.q_end
+    return _event(c, block_pose(q_end))
+
+
+def _event(contact, rest_pose) -> StrikeEvent:
+    """The event of a contact phase's result (MJX's `ContactResult` or C's `ContactRecord`) and a rest pose."""
+    fields = ("post_velocity", "release_pose", "t_touch", "t_release", "touched")
+    return StrikeEvent(**{f: getattr(contact, f) for f in fields}, rest_pose=rest_pose)
+
+
+# MJX batches are vmapped in blocks of this many worlds: on a 2-core CPU with jax 0.10.2 one
+# vmap over 1024 strikes compiled but never finished (all threads asleep, seen 4 times), while
+# 256 and 512 ran; blocks of 256 were also the fastest per strike on that CPU.
+MJX_BLOCK = 256
+
+
+@eqx.filter_jit
+def simulate_strikes_mjx(
+    sim: StrikeSim, strikes: Float[Array, "batch 3"], params: Float[Array, "batch 3"], *, to_rest: bool = True
+) -> StrikeEvent:
+    """`simulate_strike` over a batch on MJX, vmapped in blocks of `MJX_BLOCK` worlds under one jit."""
+    return jax.lax.map(
+        lambda x: simulate_strike(sim, x[0], x[1], to_rest=to_rest), (strikes, params), batch_size=MJX_BLOCK
+    )
+
+
+# --- MuJoCo C: the same rule around mujoco.batch rollouts ---------------------------------
+# The rule's functions, batched and compiled once per batch size, applied to numpy arrays.
+
+
+@eqx.filter_jit
+def _initial_states(sim: StrikeSim, strikes):
+    return jax.vmap(lambda s: initial_state(sim, s))(strikes)
+
+
+@eqx.filter_jit
+def _release_rules(sim: StrikeSim, found, k, depth, closing, q_a, v_a, q_b, v_b):
+    return jax.vmap(lambda *a: release_rule(sim, *a))(found, k, depth, closing, q_a, v_a, q_b, v_b)
+
+
+_block_poses = jax.jit(jax.vmap(block_pose))
+_parked = jax.jit(jax.vmap(parked))
+
+
+def simulate_strikes_c(
+    sim: StrikeSim,
+    strikes: Float[np.ndarray, "batch 3"],
+    params: Float[np.ndarray, "batch p"],
+    *,
+    to_rest: bool = True,
+    nthread: int = 0,
+) -> StrikeEvent:
+    """Simulate a batch of strikes on MuJoCo C (`mujoco.batch`, all cores by default).
+
+    The reference and CPU engine for `simulate_strike`: the same initial state,
+    touch rule, release and phases, with MuJoCo C's solver.
+
+    Args:
+        sim: the scene.
+        strikes: (batch, 3) strikes.
+        params: (batch, p) values of `sim.space`.
+        to_rest: run the slide phase.
+        nthread: threads (0: all CPUs).
+
+    Returns:
+        A `StrikeEvent` of numpy arrays with a leading batch axis.
+    """
+    params = np.asarray(params, np.float64)
+    c = contact_phase_c(sim, strikes, params, nthread=nthread)
+    if to_rest:
+        n_steps = np.ceil((MAX_TIME - c.t_end) / sim.settings.dt_slide - 1e-9).astype(int)
+        rec = slide_c(sim, params, c.q_end, c.v_end, c.t_end, int(n_steps.max()), nthread)
+        q_end = rec[np.arange(len(rec)), n_steps - 1]
+    else:
+        q_end = c.q_end
+    return _event(c, np.asarray(_block_poses(jnp.asarray(q_end))))
+
+
+class ContactRecord(NamedTuple):
+    """`contact_phase_c`'s result: the event's parts, the state the slide starts from, the recorded states.
+
+    Attributes:
+        post_velocity, release_pose, t_touch, t_release, touched: as in `StrikeEvent`.
+        q_end, v_end, t_end: (n, 10), (n, 9), (n,): the first recorded state at or after release.
+        qpos: (n, n_contact + 1, 10): the states at t = 0, dt, ..., n_contact·dt (dt = dt_contact).
+    """
+
+    post_velocity: np.ndarray
+    release_pose: np.ndarray
+    t_touch: np.ndarray
+    t_release: np.ndarray
+    touched: np.ndarray
+    q_end: np.ndarray
+    v_end: np.ndarray
+    t_end: np.ndarray
+    qpos: np.ndarray
+
+
+def contact_phase_c(sim: StrikeSim, strikes, params, *, nthread: int = 0) -> ContactRecord:
+    """The contact phase of a batch of strikes on MuJoCo C (the rule of `contact_phase`), states kept."""
+    strikes = np.asarray(strikes, np.float64)
+    params = np.asarray(params, np.float64)
+    n = len(strikes)
+    qpos0, qvel0 = (np.asarray(a) for a in _initial_states(sim, jnp.asarray(strikes)))
+    batch = _batch.make_batch(sim.mj_model(touch_sensor=True), sim.space, sim.rows, params, nsim=n, nthread=nthread)
+    rec = _batch.rollout(batch, qpos0, qvel0, sim.n_contact, record=("qpos", "qvel", "sensordata"))
+    # the touch sensor: found, dist, normal of the deepest contact of the collision pass on state k
+    found = rec["sensordata"][:, :, 0] > 0
+    k = np.where(found.any(axis=1), found.argmax(axis=1), 0)
+    rows = np.arange(n)
+    sens = rec["sensordata"][rows, k]
+    v_before = np.where((k > 0)[:, None], rec["qvel"][rows, np.maximum(k - 1, 0)], qvel0)  # state k
+    closing = np.abs(np.sum(np.c_[v_before[:, 6:8], np.zeros(n)] * sens[:, 2:5], axis=1))
+    a = np.clip(k + sim.n_window - 2, 0, sim.n_contact - 1)  # record j holds state j + 1
+    b = np.clip(k + sim.n_window - 1, 0, sim.n_contact - 1)
+    touched, post, pose, t_touch, t_release = _release_rules(
+        sim,
+        found.any(axis=1),
+        k,
+        -sens[:, 1],
+        closing,
+        rec["qpos"][rows, a],
+        rec["qvel"][rows, a],
+        rec["qpos"][rows, b],
+        rec["qvel"][rows, b],
+    )
+    return ContactRecord(
+        post_velocity=np.asarray(post, np.float64),
+        release_pose=np.asarray(pose, np.float64),
+        t_touch=np.asarray(t_touch, np.float64),
+        t_release=np.asarray(t_release, np.float64),
+        touched=np.asarray(touched),
+        q_end=rec["qpos"][rows, b],
+        v_end=rec["qvel"][rows, b],
+        t_end=(k + sim.n_window) * sim.settings.dt_contact,
+        qpos=np.concatenate([qpos0[:, None], rec["qpos"]], 1),
+    )
+
+
+def slide_c(sim: StrikeSim, params, q_rel, v_rel, t_start, n_steps: int, nthread: int = 0) -> np.ndarray:
+    """Slide released blocks (striker parked) `n_steps` steps of dt_slide on MuJoCo C; returns every qpos (n, n_steps, 10)."""
+    qp, qv = _parked(jnp.asarray(q_rel), jnp.asarray(v_rel))
+    batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=len(q_rel), nthread=nthread)
+    return _batch.rollout(batch, np.asarray(qp), np.asarray(qv), n_steps, time=t_start)["qpos"]

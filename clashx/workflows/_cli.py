@@ -1,0 +1,389 @@
+"""The `clashx` command line: flags are parsed into a typed config and handed to one library function."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+
+from ..core._io import check_output
+from ..scenes import _geometry as geo
+
+POSE_FLAGS = ("--start", "--target")
+
+
+class _Bar:
+    """A tqdm progress bar made on first use; closed when done or on leaving a `with` block.
+
+    Closing it ends its line, so an error printed after it starts on a line of its own.
+    """
+
+    def __init__(self, desc: str, unit: str):
+        self.desc, self.unit, self.bar = desc, unit, None
+
+    def __call__(self, done: int, total: int, postfix: dict | None = None) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=self.desc, unit=self.unit, dynamic_ncols=True)
+        self.bar.update(done - self.bar.n)
+        if postfix:
+            self.bar.set_postfix(postfix)
+        if done >= total:
+            self.close()
+
+    def write(self, line: str) -> None:
+        """Print `line` above the bar (or plainly before it starts)."""
+        if self.bar is None:
+            print(line)
+        else:
+            self.bar.write(line)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _cmd_generate(a: argparse.Namespace) -> int:
+    from ..events._generate import GenerateConfig, generate
+
+    check_output(a.out, "--out", suffix=".npz")
+    config = GenerateConfig(
+        scene=a.scene,
+        shape=a.shape if a.scene == "strike" else "",
+        n=a.n,
+        seed=a.seed,
+        out=a.out,
+        chunk_size=a.chunk_size,
+        engine=a.engine,
+        to_rest=not a.no_rest,
+    )
+    t0 = time.perf_counter()
+    with _Bar(f"generate {a.scene} {config.shape}".strip(), "events") as bar:
+        manifest = generate(config, progress=bar, report=bar.write)
+    engine = manifest["config"]["engine"]
+    print(f"{config.n} {a.scene} events -> {a.out} ({time.perf_counter() - t0:.1f} s, engine {engine})")
+    return 0
+
+
+def _cmd_ingest(a: argparse.Namespace) -> int:
+    from ..events._events import n_events, save_events
+
+    check_output(a.out, "--out", suffix=".npz")
+    if a.source == "strike-lab" and a.method == "sim":
+        from ..events._events import read_npz
+        from ..hybrid._slide import ingest_by_simulation
+
+        events = ingest_by_simulation(read_npz(a.input, "strike recording"), a.input)
+    elif a.source == "strike-lab":
+        from ..events._ingest import ingest_strike_file
+
+        events = ingest_strike_file(a.input)
+    else:
+        from ..events._ingest_cube import ingest_cube_tosses
+
+        events = ingest_cube_tosses(a.input)
+    save_events(a.out, events)
+    print(f"{n_events(events)} {events['scene']} events from {a.input} -> {a.out}")
+    return 0
+
+
+def _cmd_pretrain(a: argparse.Namespace) -> int:
+    from ..learn._pretrain import PretrainConfig, pretrain
+    from ._workflow import write_json
+
+    check_output(a.out, "--out", folder=True)
+    if a.json:
+        check_output(a.json, "--json")
+    config = PretrainConfig(
+        data=a.data, out=a.out, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
+        width=a.width, depth=a.depth, val_fraction=a.val_fraction, seed=a.seed,
+    )  # fmt: skip
+    with _Bar("pretrain", "epoch") as bar:
+
+        def progress(done, total, m):
+            bar(done, total, {"loss": f"{m['train_loss']:.4f}", "val_acc": f"{m['val_alpha_0.1']:.3f}"})
+
+        result = pretrain(config, progress=progress, report=bar.write)
+    v = result["validation"]
+    print(
+        f"validation ({v['n']} simulated events): α=0.1 accuracy {v['alpha_0.1']:.3f}, median relative error {v['median_rel_err']:.4f}"
+    )
+    print(f"model -> {a.out}")
+    if a.json:
+        write_json(a.json, result)
+    return 0
+
+
+def _cmd_identify(a: argparse.Namespace) -> int:
+    from ._workflow import run_identify
+
+    check_output(a.out, "--out")
+    r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
+    if "stages" in r:
+        g = r["stages"]["ground"]
+        print(f"ground (slides): mu2 = {g['mu2']:.4f} ± {g['mu2_std']:.4f} ({g['from']})")
+    for name in r["params"]:
+        print(f"{name:>10} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
+    print(f"fit loss {r['loss']:.5f} on {len(r['rows'])} strikes, {r['time_s']:.1f} s -> {a.out}")
+    return 0
+
+
+def _cmd_finetune(a: argparse.Namespace) -> int:
+    from ..learn._finetune import FinetuneConfig
+    from ._workflow import run_finetune
+
+    check_output(a.out, "--out", folder=True)
+    config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
+    r = run_finetune(a.model, a.real, a.select, a.params, a.out, seed=a.seed, config=config)
+    print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
+    return 0
+
+
+def _cmd_evaluate(a: argparse.Namespace) -> int:
+    from ._workflow import run_evaluate, write_json
+
+    plot = a.plot or (os.path.splitext(a.json)[0] + ".png" if a.json else None)
+    for path, flag in ((a.json, "--json"), (plot, "--plot" if a.plot else "--json (its .png)")):
+        if path:
+            check_output(path, flag)
+    r = run_evaluate(a.model, a.real, a.alpha, params_path=a.params, select=a.select, plot=plot)
+    print(
+        f"α={a.alpha}: accuracy {r['alpha_accuracy']:.3f} on {r['n_events']} events (median relative error {r['median_rel_err']:.3f})"
+    )
+    if plot:
+        print(f"α-curve -> {plot}")
+    if a.json:
+        write_json(a.json, r)
+    return 0
+
+
+def _cmd_predict(a: argparse.Namespace) -> int:
+    from ._workflow import run_predict
+
+    check_output(a.out, "--out", suffix=".npz")
+    n = run_predict(a.model, a.params, a.events, a.out)
+    print(f"{n} predictions -> {a.out}")
+    return 0
+
+
+def _cmd_optimize(a: argparse.Namespace) -> int:
+    from ..optimize._optimize import MBOConfig
+    from ._workflow import parse_pose, run_optimize, write_json
+
+    if a.json:
+        check_output(a.json, "--json")
+    config = MBOConfig(population=a.population, generations=a.generations).check()
+    start, target = parse_pose(a.start, "--start"), parse_pose(a.target, "--target")
+    with _Bar(f"CMA-ES {a.shape}", "gen") as bar:
+        r = run_optimize(a.model, a.params, a.shape, start, target, config, engine=a.engine, seed=a.seed, progress=bar)
+    s = r["strike"]
+    print(f"strike: theta = {s['theta']:.4f} rad, theta1 = {s['theta1']:.4f} rad, v_pre = {s['v_pre']:.4f} m/s")
+    x, y, yaw = r["predicted_rest_pose"]
+    print(
+        f"predicted rest pose: x = {x:.4f} m, y = {y:.4f} m, yaw = {yaw:.4f} rad "
+        f"(off the target by {1000 * r['predicted_pos_err_m']:.1f} mm, {r['predicted_ori_err_rad']:.3f} rad); "
+        f"{r['time_s']:.1f} s on {r['engine']}"
+    )
+    if r["impact_clamped"]:
+        print(
+            "note: the energy guard clamped the surrogate's prediction for this strike (kinetic energy would have risen)"
+        )
+    if a.json:
+        write_json(a.json, r)
+        print(f"-> {a.json}")
+    return 0
+
+
+def _cmd_demo(a: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    shapes = tuple(s.strip() for s in a.shapes.split(",") if s.strip())
+    for shape in shapes:
+        geo.check_shape(shape)
+    check_output(a.out, "--out", folder=True)
+    return run_demo(out=a.out, shapes=shapes, seed=a.seed, cube=not a.no_cube)
+
+
+def _real_data_args(p: argparse.ArgumentParser, real_help: str, select_help: str) -> None:
+    """--model, --real and --select, as identify and finetune take them."""
+    p.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
+    p.add_argument("--real", required=True, help=real_help)
+    p.add_argument("--select", help=f"{select_help} (default: every touched strike)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `clashx` command."""
+    ap = argparse.ArgumentParser(prog="clashx", description="Collision learning for robot simulators (CLASH).")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="simulate collisions over the prior and write an event file")
+    g.add_argument("--scene", required=True, choices=("strike", "cube-toss"))
+    g.add_argument("--shape", choices=geo.SHAPES, help="block shape (strike scene)")
+    g.add_argument("--n", type=int, required=True, help="number of events")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", required=True, help="output event file (.npz); OUT.parts/ holds chunks until done")
+    g.add_argument("--chunk-size", type=int, default=1024, help="events per saved chunk (default 1024)")
+    g.add_argument(
+        "--engine",
+        choices=("auto", "mjx", "c"),
+        default="auto",
+        help="auto (default): c where JAX has only a CPU, mjx on a GPU/TPU; mjx: jit+vmap on the JAX device; "
+        "c: MuJoCo C on all CPU cores. The engine that ran is printed and kept in the file's metadata",
+    )
+    g.add_argument("--no-rest", action="store_true", help="skip the slide to rest (rest_pose = pose at release)")
+    g.set_defaults(func=_cmd_generate)
+
+    i = sub.add_parser("ingest", help="turn recordings (strike lab, cube tosses) into an event file")
+    i.add_argument("--source", required=True, choices=("strike-lab", "cube-toss"))
+    i.add_argument("--input", required=True, help="recording file (.npz)")
+    i.add_argument("--out", required=True, help="output event file (.npz)")
+    i.add_argument(
+        "--method",
+        choices=("stop-time", "sim"),
+        default="stop-time",
+        help="strike lab: how velocities are read off the slides: stop-time (default: a slide model per strike "
+        "with a file-level prior; the more accurate on lab A) or sim (MuJoCo C's slide, parameters shared by the file)",
+    )
+    i.set_defaults(func=_cmd_ingest)
+
+    p = sub.add_parser("pretrain", help="train the surrogate on generated collisions")
+    p.add_argument("--data", required=True, help="event file from `clashx generate --scene strike`")
+    p.add_argument("--out", required=True, help="run folder (resumes a killed run with the same flags)")
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--width", type=int, default=256)
+    p.add_argument("--depth", type=int, default=4)
+    p.add_argument("--val-fraction", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="write the validation metrics here")
+    p.set_defaults(func=_cmd_pretrain)
+
+    q = sub.add_parser(
+        "identify",
+        help="the parameters from real strikes: a recording's tracks (two stages) or an event file, through the surrogate",
+    )
+    _real_data_args(
+        q, "strike recording (tracks) or event file (e.g. from `clashx ingest`)", "rows to fit on: 0:10 or 0,4,9"
+    )
+    q.add_argument("--out", required=True, help="PARAMS.json to write")
+    q.add_argument("--starts", type=int, default=16, help="starting points optimised together (default 16)")
+    q.add_argument("--seed", type=int, default=0)
+    q.set_defaults(func=_cmd_identify)
+
+    f = sub.add_parser(
+        "finetune",
+        help="fine-tune the surrogate on real strikes (recording or events), early-stopped by cross-validation",
+    )
+    _real_data_args(f, "strike recording (tracks) or event file", "rows to fine-tune on")
+    f.add_argument("--params", required=True, help="PARAMS.json from `clashx identify`")
+    f.add_argument("--out", required=True, help="run folder of the fine-tuned surrogate")
+    f.add_argument("--lr", type=float, default=3e-4)
+    f.add_argument("--max-steps", type=int, default=200)
+    f.add_argument("--folds", type=int, default=5)
+    f.add_argument("--pull", type=float, default=1e-3, help="weight of the L2 pull toward the pretrained weights")
+    f.add_argument(
+        "--scope",
+        choices=("head", "affine", "all"),
+        default="head",
+        help="which weights move (default head: the last layer and the output scales)",
+    )
+    f.add_argument("--seed", type=int, default=0)
+    f.set_defaults(func=_cmd_finetune)
+
+    e = sub.add_parser("evaluate", help="α-accuracy of a surrogate on events, with the α-curve as a PNG")
+    e.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
+    e.add_argument("--real", required=True)
+    e.add_argument("--params", help="PARAMS.json (default: the parameters a fine-tuned run was trained with)")
+    e.add_argument("--select", help="rows to score (default: all)")
+    e.add_argument("--alpha", type=float, default=0.1)
+    e.add_argument("--json", help="write the result here (and the α-curve beside it as .png)")
+    e.add_argument("--plot", help="α-curve PNG path")
+    e.set_defaults(func=_cmd_evaluate)
+
+    r = sub.add_parser("predict", help="per-event predictions of a surrogate (row order of EVENTS)")
+    r.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
+    r.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own)")
+    r.add_argument("--events", required=True)
+    r.add_argument("--out", required=True, help="PRED.npz: post_velocity (n, 3), strike, params")
+    r.set_defaults(func=_cmd_predict)
+
+    o = sub.add_parser(
+        "optimize", help="the strike that brings the block to a target pose (CMA-ES over hybrid rollouts)"
+    )
+    o.add_argument("--model", help="run folder of a (fine-tuned) surrogate (default: the one shipped for --shape)")
+    o.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own parameters)")
+    o.add_argument("--shape", required=True, choices=geo.SHAPES)
+    o.add_argument("--start", default="0,0,0", help="block start pose x,y,yaw (m, m, rad), e.g. -0.1,0,0")
+    o.add_argument("--target", required=True, help="target pose x,y,yaw (m, m, rad), e.g. 0.2,-0.05,0.3")
+    o.add_argument("--population", type=int, default=16)
+    o.add_argument("--generations", type=int, default=20)
+    o.add_argument(
+        "--engine",
+        choices=("auto", "cpu-hybrid", "mjx-hybrid"),
+        default="auto",
+        help="auto (default): cpu-hybrid where JAX has only a CPU, mjx-hybrid on a GPU/TPU; cpu-hybrid: the rule "
+        "on MuJoCo C (fastest on a CPU); mjx-hybrid: on MJX, one jit (GPUs). The engine that ran is printed",
+    )
+    o.add_argument("--seed", type=int, default=0)
+    o.add_argument("--json", help="write the strike, predicted rest pose and search history here")
+    o.set_defaults(func=_cmd_optimize)
+
+    d = sub.add_parser("demo", help="the main job end to end on shipped data, at a size for a laptop (~3 min)")
+    d.add_argument("--out", default="clashx-demo", help="folder for the PNGs and summary.json (default clashx-demo)")
+    d.add_argument("--shapes", default=",".join(geo.SHAPES), help="block shapes, comma-separated (default: all three)")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--no-cube", action="store_true", help="skip the real cube tosses")
+    d.set_defaults(func=_cmd_demo)
+    return ap
+
+
+def _join_pose_values(argv: list[str]) -> list[str]:
+    """`--target -0.1,0,0` as `--target=-0.1,0,0`: argparse would take a value starting with "-" for a flag."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in POSE_FLAGS and i + 1 < len(argv) and re.match(r"-[0-9.]", argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def _os_message(e: OSError) -> str:
+    """An operating-system error as a line naming the path and the fix (our own FileNotFoundErrors say it all)."""
+    if e.errno is None or not e.filename:
+        return str(e)
+    return f"{e.filename}: {e.strerror}; check the path, that its folder exists and that you may write there"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `clashx` console script."""
+    parser = build_parser()
+    a = parser.parse_args(_join_pose_values(sys.argv[1:] if argv is None else list(argv)))
+    if a.command == "generate" and a.scene == "strike" and not a.shape:
+        parser.error("generate --scene strike needs --shape")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        return a.func(a)
+    except (ValueError, RuntimeError) as e:
+        message = str(e)
+    except OSError as e:
+        message = _os_message(e)
+    print(f"clashx {a.command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,314 @@
+"""The whole pipeline on recorded cube tosses: fit on a few, roll out the others, score every method.
+
+`run_cube_toss(config)` is what `bench/cube_toss.py` and `clashx demo` call.
+Every method rolls each evaluation toss out from the same initial state (the
+ingested free-flight fit of its flight, `clashx.events._ingest_cube`) over its
+recorded frames and is scored by `clashx.baselines._cube_fit.trajectory_errors`:
+
+| method | fitted on the fit tosses | rollout |
+|---|---|---|
+| `mujoco_nominal` | nothing: μ 0.15 (dair_pll), MuJoCo's default solref (0.02 s, 1) | MuJoCo C |
+| `mujoco_identified` | (μ, time constant, damping ratio) by `mujoco.sysid` on the trajectories | MuJoCo C |
+| `mjx_identified` | the same three by Levenberg-Marquardt through MJX (forward mode, float64) | MJX |
+| `clashx` | impact parameters through the surrogate, then its CV fine-tuning; MJX's parameters after the impact window by Levenberg-Marquardt through MJX from the surrogate's post-impact states, starting at the impact's | hybrid (`clashx.hybrid._cube_rollout`) |
+
+Post-impact α-accuracy: the state WINDOW after the first impact, as the
+speed vector u = (v, r ω) (v the centre's velocity, ω the angular velocity in
+world axes, r = √(I/m) the cube's radius of gyration); a prediction is within
+α if ‖u_pred − u_real‖ ≤ α ‖u_real‖.  Simulators' post-impact states are their
+first-impact events on MuJoCo C (`_toss.simulate_tosses_c`; MJX's agree to 1e-6 m).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..baselines._cube_fit import identify_sysid, identify_trajectory_mjx, rollout_c, trajectory_errors
+from ..events._ingest_cube import ingest_cube_tosses, load_cube_tracks
+from ..hybrid._cube_rollout import hybrid_tosses, rest_rollout
+from ..learn._cube_learn import finetune_cube, identify_cube
+from ..scenes import _toss
+from ..scenes._scenes import CUBE_FRICTION, CUBE_INERTIA, CUBE_MASS
+from ..surrogate._cube import CubeSurrogate, load_cube_surrogate, shipped_cube_surrogate
+
+METHODS = ("mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx")
+NOMINAL = (CUBE_FRICTION, 0.02, 1.0)  # dair_pll's friction; MuJoCo's default solref (time constant, damping ratio)
+GYRATION = math.sqrt(CUBE_INERTIA / CUBE_MASS)  # m
+ALPHAS = (0.1, 0.2)
+# Published (Acosta, Yang & Posa, RA-L 2022): mean position error % width, rotation error deg.
+PUBLISHED = {"drake": (13.5, 16.5), "bullet": (14.9, 16.5), "mujoco": (25.1, 21.7)}
+
+
+@dataclasses.dataclass(frozen=True)
+class CubeTossConfig:
+    """What to run.
+
+    Attributes:
+        tosses: cube-toss file the fit tosses are drawn from (and, without `eval`, evaluated on).
+        eval: optional file whose every toss is evaluated instead.
+        fit: tosses drawn for fitting.
+        seed: which tosses are drawn, and the fitters' keys.
+        surrogate: run folder of a pretrained cube surrogate; None: the shipped one.
+        max_eval: evaluate at most this many tosses (0: all), the first in file order after the fit ones leave.
+        mjx_starts, mjx_iterations: Levenberg-Marquardt through MJX (both MJX fits).
+        sysid_iters: `mujoco.sysid` iterations per start.
+        methods: which of `METHODS` to run (`mjx_identified` is the slowest on a CPU).
+    """
+
+    tosses: str
+    eval: str | None = None
+    fit: int = 10
+    seed: int = 0
+    surrogate: str | None = None
+    max_eval: int = 0
+    mjx_starts: int = 2
+    mjx_iterations: int = 6
+    sysid_iters: int = 30
+    methods: tuple[str, ...] = METHODS
+
+    def __post_init__(self):
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown cube method(s) {unknown}; choose from {', '.join(METHODS)}")
+        if self.fit < 2:
+            raise ValueError(f"--fit {self.fit}: at least 2 tosses are needed (fine-tuning cross-validates)")
+
+
+def speed_vectors(states: np.ndarray) -> np.ndarray:
+    """(n, 13) states -> (n, 6) speed vectors (v, r ω_world), m/s."""
+    states = np.asarray(states, np.float64)
+    rot = np.asarray(jax.vmap(_toss.quat_to_mat)(jnp.asarray(states[:, 0:4])), np.float64)
+    w_world = np.einsum("nij,nj->ni", rot, states[:, 7:10])
+    return np.concatenate([states[:, 10:13], GYRATION * w_world], 1)
+
+
+def alpha_accuracies(pred_post: np.ndarray, real_post: np.ndarray) -> dict:
+    """Post-impact α-accuracy at each of `ALPHAS` (module docstring), and the median relative error."""
+    u_p, u_r = speed_vectors(pred_post), speed_vectors(real_post)
+    err = np.linalg.norm(u_p - u_r, axis=1) / np.maximum(np.linalg.norm(u_r, axis=1), 1e-12)
+    return {f"alpha_{a}": float(np.mean(err <= a)) for a in ALPHAS} | {"median_rel_err": float(np.median(err))}
+
+
+def _load(path: str) -> tuple[dict, list[np.ndarray]]:
+    ev = ingest_cube_tosses(path)
+    data = load_cube_tracks(path)
+    rows = {int(t): i for i, t in enumerate(data.toss_ids)}
+    return ev, [data.tracks[rows[int(t)]] for t in ev["toss_id"]]
+
+
+def _take(ev: dict, idx: np.ndarray) -> dict:
+    return {
+        k: v[idx] for k, v in ev.items() if isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == len(ev["toss_id"])
+    }
+
+
+def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
+    """Fit every method on `config.fit` recorded tosses and score it on the others (module docstring).
+
+    Returns:
+        {"methods": {METHOD: errors, α-accuracies, fitted parameters, fit seconds},
+         "fit_toss_ids", "n_eval", "timing_s", "config"}.
+    """
+    t_all = time.perf_counter()
+    ev, tracks = _load(config.tosses)
+    n = len(ev["toss_id"])
+    if n < config.fit + (0 if config.eval else 1):
+        raise ValueError(f"{config.tosses}: {n} usable tosses, too few to fit on {config.fit} and evaluate on the rest")
+    rng = np.random.default_rng(config.seed)
+    fit_idx = np.sort(rng.choice(n, config.fit, replace=False))
+    fit, fit_tracks = _take(ev, fit_idx), [tracks[i] for i in fit_idx]
+    if config.eval:
+        ev_e, tracks_e = _load(config.eval)
+        eval_idx = np.arange(len(ev_e["toss_id"]))
+    else:
+        ev_e, tracks_e = ev, tracks
+        eval_idx = np.setdiff1d(np.arange(n), fit_idx)
+    if config.max_eval:
+        eval_idx = eval_idx[: config.max_eval]
+    evs, real = _take(ev_e, eval_idx), [tracks_e[i] for i in eval_idx]
+    n_frames = max(len(t) for t in real)
+    n_eval = len(eval_idx)
+    log(f"cube tosses: fit on {config.fit} (toss ids {fit['toss_id'].tolist()}), evaluate on {n_eval}")
+    sim = _toss.make_toss_sim()
+    key = jax.random.PRNGKey(config.seed)
+    k_id, k_ft, k_mjx, k_rest = jax.random.split(key, 4)
+    results, timing = {}, {}
+
+    def event_post(params):
+        return _toss.simulate_tosses_c(sim, evs["initial_state"], np.tile(params, (n_eval, 1))).post_state
+
+    def record(name, params, tracks_sim, post, t_fit, extra=None):
+        results[name] = (
+            trajectory_errors(tracks_sim, real)
+            | alpha_accuracies(post, evs["post_state"])
+            | {"params": np.asarray(params, np.float64).tolist(), "fit_s": t_fit}
+            | (extra or {})
+        )
+        r = results[name]
+        log(
+            f"  {name:<18} pos {r['pos_pct_mean']:5.1f} ± {r['pos_pct_std']:4.1f} % width, rest {r['rest_pct_mean']:5.1f} %,"
+            f" rot {r['rot_deg_mean']:5.1f} ± {r['rot_deg_std']:4.1f} deg, α0.1 {r['alpha_0.1']:.2f}"
+        )
+
+    # MuJoCo, nominal
+    p = np.asarray(NOMINAL)
+    record("mujoco_nominal", p, rollout_c(sim, evs["initial_state"], p, n_frames), event_post(p), 0.0)
+
+    # MuJoCo, identified by mujoco.sysid
+    log(f"  mujoco_identified: mujoco.sysid on the {config.fit} fit trajectories …")
+    t0 = time.perf_counter()
+    p, _ = identify_sysid(sim, fit["initial_state"], fit_tracks, max_iters=config.sysid_iters)
+    t_fit = time.perf_counter() - t0
+    record("mujoco_identified", p, rollout_c(sim, evs["initial_state"], p, n_frames), event_post(p), t_fit)
+
+    # MJX, identified by gradient (Levenberg-Marquardt on forward-mode Jacobians)
+    tracks_mjx = None
+    if "mjx_identified" in config.methods:
+        t0 = time.perf_counter()
+        p, _ = identify_trajectory_mjx(
+            sim,
+            fit["initial_state"],
+            np.zeros(config.fit),
+            fit_tracks,
+            key=k_mjx,
+            n_starts=config.mjx_starts,
+            iterations=config.mjx_iterations,
+        )
+        t_fit = time.perf_counter() - t0
+        tracks_mjx = _mjx_rollouts(sim, evs["initial_state"], p, n_frames)
+        record("mjx_identified", p, tracks_mjx, event_post(p), t_fit)
+
+    # clashx: surrogate impact (identified, fine-tuned) + MJX rest (fitted from the surrogate's post states)
+    log("  clashx: impact parameters through the cube surrogate, then its CV fine-tuning …")
+    t0 = time.perf_counter()
+    surrogate = load_cube_surrogate(config.surrogate) if config.surrogate else shipped_cube_surrogate()
+    p_imp, _ = identify_cube(surrogate, fit["pre_state"], fit["post_state"], key=k_id)
+    tuned, report = finetune_cube(surrogate, fit["pre_state"], fit["post_state"], p_imp, key=k_ft)
+    post_fit = _surrogate_post(tuned, fit["pre_state"], p_imp)
+    log(f"  clashx: fine-tuning {report['steps']} steps; MJX's post-impact parameters by Levenberg-Marquardt …")
+    p_rest, _ = identify_trajectory_mjx(
+        sim,
+        post_fit,
+        fit["t_impact"] + _toss.WINDOW,
+        fit_tracks,
+        key=k_rest,
+        n_starts=config.mjx_starts,
+        iterations=config.mjx_iterations,
+        init=p_imp,  # the impact's parameters, identified through the surrogate, are the first guess
+    )
+    t_fit = time.perf_counter() - t0
+    log(f"  clashx: rolling {n_eval} tosses out through the hybrid …")
+    tracks_cx = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest)
+    post_cx = _surrogate_post(tuned, evs["pre_state"], p_imp)
+    record("clashx", p_imp, tracks_cx, post_cx, t_fit, {"rest_params": p_rest.tolist(), "finetune": report})
+
+    timing["total_s"] = time.perf_counter() - t_all
+    return {
+        "methods": results,
+        "fit_toss_ids": fit["toss_id"].tolist(),
+        "n_eval": n_eval,
+        "timing_s": timing,
+        "config": dataclasses.asdict(config),
+        "published": PUBLISHED,
+        "tracks": {"real": real[:4], "toss_ids": evs["toss_id"][:4].tolist()},
+        "_sim_tracks": {
+            "mujoco_nominal": rollout_c(sim, evs["initial_state"][:4], np.asarray(NOMINAL), n_frames),
+            "mujoco_identified": rollout_c(
+                sim, evs["initial_state"][:4], np.asarray(results["mujoco_identified"]["params"]), n_frames
+            ),
+            "clashx": tracks_cx[:4],
+        }
+        | ({} if tracks_mjx is None else {"mjx_identified": tracks_mjx[:4]}),
+    }
+
+
+def _surrogate_post(model: CubeSurrogate, pre: np.ndarray, params: np.ndarray) -> np.ndarray:
+    out = jax.jit(jax.vmap(model, in_axes=(0, None)))(jnp.asarray(pre, jnp.float32), jnp.asarray(params, jnp.float32))
+    return np.asarray(out, np.float64)
+
+
+def _mjx_rollouts(sim, states0: np.ndarray, params: np.ndarray, n_frames: int, block: int = 128) -> np.ndarray:
+    """Plain MJX rollouts from t = 0 (`rest_rollout`), jit + vmap in blocks of `block`: (n, n_frames, 13)."""
+    fn = _mjx_rollout_fn(n_frames)
+    n = len(states0)
+    block = min(block, n)
+    out = []
+    for i in range(0, n, block):
+        s = np.asarray(states0[i : i + block], np.float32)
+        pad = block - len(s)
+        s = np.concatenate([s, np.repeat(s[-1:], pad, 0)])
+        out.append(np.asarray(fn(sim, jnp.asarray(s), jnp.asarray(params, jnp.float32)))[: block - pad])
+    return np.concatenate(out).astype(np.float64)
+
+
+_ROLLOUT_FNS: dict[int, object] = {}
+
+
+def _mjx_rollout_fn(n_frames: int):
+    if n_frames not in _ROLLOUT_FNS:
+
+        @eqx.filter_jit
+        def fn(sim, states, params):
+            return jax.vmap(lambda s: rest_rollout(sim, s, jnp.zeros((), s.dtype), params, n_frames))(states)
+
+        _ROLLOUT_FNS[n_frames] = fn
+    return _ROLLOUT_FNS[n_frames]
+
+
+def summary_table(result: dict) -> str:
+    """The bench's table as text: every method's errors beside the published ones."""
+    head = f"{'method':<19}{'pos % width':>16}{'at rest %':>14}{'rot deg':>16}{'α0.1':>7}{'α0.2':>7}"
+    lines = [head, "-" * len(head)]
+    for name in METHODS:
+        r = result["methods"].get(name)
+        if r is None:
+            continue
+        lines.append(
+            f"{name:<19}{r['pos_pct_mean']:>8.1f} ± {r['pos_pct_std']:<5.1f}{r['rest_pct_mean']:>8.1f} ± {r['rest_pct_std']:<4.0f}"
+            f"{r['rot_deg_mean']:>8.1f} ± {r['rot_deg_std']:<5.1f}{r['alpha_0.1']:>7.2f}{r['alpha_0.2']:>7.2f}"
+        )
+    lines.append("published (Acosta et al. 2022, tuned, all tosses):")
+    for name, (pos, rot) in PUBLISHED.items():
+        lines.append(f"  {name:<17}{pos:>8.1f}{'':<22}{rot:>8.1f}")
+    return "\n".join(lines)
+
+
+def json_summary(result: dict) -> dict:
+    """The `--json` content: per method the required keys and the rest of its record."""
+    out = {}
+    for name, r in result["methods"].items():
+        out[name] = {
+            "pos_err_pct_width_mean": r["pos_pct_mean"],
+            "pos_err_pct_width_std": r["pos_pct_std"],
+            "rest_err_pct_width_mean": r["rest_pct_mean"],
+            "rot_err_deg_mean": r["rot_deg_mean"],
+            "rot_err_deg_std": r["rot_deg_std"],
+            "alpha_accuracy": r["alpha_0.1"],
+            "alpha_accuracy_0.2": r["alpha_0.2"],
+            "post_median_rel_err": r["median_rel_err"],
+            "params": r["params"],
+            "fit_s": r["fit_s"],
+        } | ({"rest_params": r["rest_params"], "finetune": r["finetune"]} if "rest_params" in r else {})
+    return out | {
+        "_meta": {
+            "n_eval": result["n_eval"],
+            "fit_toss_ids": result["fit_toss_ids"],
+            "timing_s": result["timing_s"],
+            "config": result["config"],
+            "alpha": 0.1,
+        }
+    }
+
+
+def save_json(path: str, result: dict) -> None:
+    """Write `json_summary(result)` to `path`."""
+    with open(path, "w") as f:
+        json.dump(json_summary(result), f, indent=1)

@@ -1,0 +1,257 @@
+"""Every strike method fitted on one recording and scored on another: α-accuracy (CLASH Table III).
+
+`compare(...)` is what `clashx demo` and `bench/accuracy.py` run.  Every
+method sees the FIT recording only (its tracks, or the velocities ingested
+from them); every method predicts the TEST recording's post-impact
+velocities, scored against its `post_velocity_true` (read in `lab_truth`
+only: a field for scoring, never learned from).
+
+| method | fitted on the fit recording | predicts with |
+|---|---|---|
+| `mujoco_nominal` | nothing: MuJoCo's defaults (μ = 1, damping ratio 1), the block as drawn | MuJoCo C |
+| `mujoco_identified` | all 8 parameters by CMA-ES on the ingested velocities, μ2 from the slides, clashx's priors: clashx's objective on MuJoCo itself | MuJoCo C |
+| `mujoco_identified_3` | μ1, μ2, e1 by CMA-ES on the velocities (CLASH's baseline) | MuJoCo C |
+| `mujoco_sysid_tracks` | all 8 by `mujoco.sysid` on the tracks (`clashx.baselines._strike_sysid`) | MuJoCo C |
+| `mjx_identified` | all 8 by Levenberg-Marquardt through MJX on the velocities (forward mode) | MJX |
+| `nn_no_pretrain` | an MLP on the ten velocities | the MLP |
+| `residual` | `mujoco_identified` + an MLP on its residuals | both |
+| `clashx_identified` | two-stage identification through the surrogate (`clashx.learn._lab_fit`) | the surrogate |
+| `clashx` | the same, then CV fine-tuning | the fine-tuned surrogate |
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..baselines import _baselines as bl
+from ..events import _metrics
+from ..hybrid import _slide
+from ..learn._lab_fit import LabFitConfig, fit_recording
+from ..scenes import _geometry as geo
+from ..scenes._strike import make_strike_sim
+from ..surrogate._surrogate import Surrogate, predict
+
+ALPHAS = (0.05, 0.1, 0.2)
+DEMO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx_identified", "clashx")
+ALL_METHODS = (
+    "mujoco_nominal",
+    "mujoco_identified",
+    "mujoco_identified_3",
+    "mujoco_sysid_tracks",
+    "mjx_identified",
+    "nn_no_pretrain",
+    "residual",
+    "clashx_identified",
+    "clashx",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareConfig:
+    """Which methods, and the baselines' budgets.
+
+    Attributes:
+        methods: names from `ALL_METHODS`.
+        cma_population, cma_generations: the CMA-ES baselines' search.
+        sysid_starts, sysid_iters: `mujoco.sysid` on the tracks.
+        lab_fit: clashx's pipeline settings.
+    """
+
+    methods: tuple[str, ...] = ALL_METHODS
+    cma_population: int = 16
+    cma_generations: int = 60
+    sysid_starts: int = 3
+    sysid_iters: int = 12
+    lab_fit: LabFitConfig = LabFitConfig()
+
+    def __post_init__(self):
+        unknown = [m for m in self.methods if m not in ALL_METHODS]
+        if unknown:
+            raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(ALL_METHODS)}")
+
+
+def lab_truth(test: dict[str, Any], where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(strikes, true post-impact velocities, rows) of the touched strikes of a lab recording (scoring only)."""
+    if "post_velocity_true" not in test:
+        raise ValueError(f"{where}: no 'post_velocity_true' to score against; record the test set with strike_lab.py")
+    touched = np.asarray(test["touched"]).astype(bool)
+    true = np.asarray(test["post_velocity_true"], np.float64)
+    rows = np.flatnonzero(touched & np.isfinite(true).all(1))
+    if len(rows) == 0:
+        raise ValueError(f"{where}: no touched strike to score")
+    return np.asarray(test["strike"], np.float64)[rows], true[rows], rows
+
+
+def score(pred: np.ndarray, true: np.ndarray, length: float) -> dict[str, float]:
+    """α-accuracies at `ALPHAS` and the median relative error of predictions (n, 3) against the truth."""
+    err = np.asarray(_metrics.relative_error(pred, true, length))
+    return {f"alpha_{a}": float(np.mean(err <= a)) for a in ALPHAS} | {"median_rel_err": float(np.median(err))}
+
+
+def _timed(fn, *args, **kwargs):
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn(*args, **kwargs))
+    return out, time.perf_counter() - t0
+
+
+def _named(space, values) -> dict[str, float]:
+    return {n: float(v) for n, v in zip(space.names, np.asarray(values))}
+
+
+def compare(
+    model: Surrogate,
+    fit: dict[str, Any],
+    test: dict[str, Any],
+    *,
+    key,
+    config: CompareConfig | None = None,
+    fit_name: str = "fit",
+    test_name: str = "test",
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Fit every method on the `fit` recording and score it on the `test` recording.
+
+    Args:
+        model: the pretrained surrogate of the recordings' shape.
+        fit, test: recordings' arrays (`clashx.events._ingest` format; the test one with `post_velocity_true`).
+        key: PRNG key (every method's draws).
+        config: methods and budgets.
+        fit_name, test_name: the recordings' names, for messages.
+        log: called with a line per finished method (progress).
+
+    Returns:
+        {"shape", "n_fit", "n_test", "rows": {method: scores}, "details": {method: {...}},
+        "predictions": {method: (n_test, 3)}, "params": {method: (p,) or None}, "lab_fit": clashx's report}.
+    """
+    config = config or CompareConfig()
+    shape = model.shape
+    sim = make_strike_sim(shape, space=model.space)
+    space = sim.space
+    length = geo.characteristic_length(shape)
+    test_s, true, _ = lab_truth(test, test_name)
+    keys = dict(zip(ALL_METHODS, jax.random.split(key, len(ALL_METHODS))))
+    preds, details, params = {}, {}, {}
+
+    lab, t_clashx = _timed(fit_recording, model, sim, fit, where=fit_name, key=keys["clashx"], config=config.lab_fit)
+    fit_s, labels = lab.events["strike"][lab.rows], lab.events["post_velocity"][lab.rows]
+    mu2 = lab.report["ground"]["mu2"]
+    prior = dict(config.lab_fit.prior_std) | {"mu2": config.lab_fit.stage1_slide_std}
+    base = space.vector(mu2=float(np.clip(mu2, space.low[space.index("mu2")], space.high[space.index("mu2")])))
+    cma = dict(population=config.cma_population, generations=config.cma_generations)
+
+    def add(name, pred, p, **info):
+        preds[name] = np.asarray(pred, np.float64)
+        params[name] = None if p is None else np.asarray(p, np.float64)
+        details[name] = info | ({} if p is None else {"params": _named(space, p)})
+        log(f"{name}: α=0.1 accuracy {score(preds[name], true, length)['alpha_0.1']:.3f}")
+
+    for name in config.methods:
+        if name == "mujoco_nominal":
+            p = bl.nominal_params(sim)
+            add(name, bl.predict_c(sim, test_s, p), p, fit_s=0.0)
+        elif name == "mujoco_identified":
+            r, t = _timed(bl.identify_cmaes, sim, fit_s, labels, key=keys[name], base=base, prior_std=prior, **cma)
+            add(name, bl.predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
+        elif name == "mujoco_identified_3":
+            r, t = _timed(bl.identify_cmaes, sim, fit_s, labels, key=keys[name], free=bl.CONTACT_NAMES, **cma)
+            add(name, bl.predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
+        elif name == "mujoco_sysid_tracks":
+            from ..baselines._strike_sysid import identify_tracks_sysid
+
+            r, t = _timed(
+                identify_tracks_sysid, sim, fit, rows=lab.rows, key=keys[name], starts=config.sysid_starts,
+                max_iters=config.sysid_iters,
+            )  # fmt: skip
+            add(name, bl.predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
+        elif name == "mjx_identified":
+            r, t = _timed(bl.identify_mjx, sim, fit_s, labels, key=keys[name], base=base, starts=2, iterations=10)
+            add(name, bl.predict_mjx(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss)
+        elif name in ("nn_no_pretrain", "residual"):
+            pred, p, info = _mlp_method(name, sim, fit_s, labels, test_s, base, prior, keys[name], cma, length)
+            add(name, pred, p, **info)
+        elif name == "clashx_identified":
+            p = lab.params
+            add(name, predict(model, jnp.asarray(test_s, jnp.float32), jnp.asarray(p, jnp.float32)), p,
+                fit_s=lab.report["times"]["ingest_s"] + lab.report["times"]["identify_s"],
+                std=_named(space, lab.std))  # fmt: skip
+        elif name == "clashx":
+            p = lab.params
+            add(name, predict(lab.model, jnp.asarray(test_s, jnp.float32), jnp.asarray(p, jnp.float32)), p,
+                fit_s=t_clashx, finetune_steps=lab.report["finetune"]["steps"],
+                finetune_reason=lab.report["finetune"]["reason"])  # fmt: skip
+    rows = {name: score(pred, true, length) for name, pred in preds.items()}
+    return {
+        "shape": shape,
+        "n_fit": int(len(lab.rows)),
+        "n_test": int(len(true)),
+        "rows": rows,
+        "details": details,
+        "predictions": preds,
+        "params": params,
+        "truth": true,
+        "lab_fit": lab.report,
+        "fit_model": lab.model,
+    }
+
+
+def _mlp_method(name, sim, fit_s, labels, test_s, base, prior, key, cma, length):
+    """The MLP baselines: on the velocities alone, or on top of `mujoco_identified` (weight decay by CV)."""
+    k_cv, k_fit, k_id = jax.random.split(key, 3)
+    rms = float(np.sqrt(np.mean(np.sum(np.asarray(_metrics.speed_vector(labels, length)) ** 2, -1))))
+    t0 = time.perf_counter()
+    if name == "nn_no_pretrain":
+        target, base_test, p = labels, 0.0, None
+    else:
+        r = bl.identify_cmaes(sim, fit_s, labels, key=k_id, base=base, prior_std=prior, **cma)
+        p = r.params
+        target = labels - bl.predict_c(sim, fit_s, p)
+        base_test = bl.predict_c(sim, test_s, p)
+    wd, _ = bl.choose_weight_decay(fit_s, target, length, key=k_cv, scale=rms)
+    mlp = bl.train_velocity_mlp(fit_s, target, length, key=k_fit, scale=rms, config=bl.MLPConfig(weight_decay=wd))
+    return base_test + bl.predict_mlp(mlp, test_s), p, {"fit_s": time.perf_counter() - t0, "weight_decay": wd}
+
+
+def track_comparison(result: dict[str, Any], test: dict[str, Any], row: int, methods=("mujoco_identified", "clashx")):
+    """One test strike's recorded track and each method's predicted one ({name: (n, 3) poses}) for a plot.
+
+    MuJoCo methods: the whole strike on MuJoCo C (`_slide.strike_tracks_c`); clashx: the surrogate at the
+    impact, MuJoCo C's slide after (`_slide.hybrid_tracks_c`) from the recorded touch time.
+    """
+    shape = result["shape"]
+    model = result["fit_model"]
+    sim = make_strike_sim(shape, space=model.space)
+    off = np.asarray(test["offsets"])
+    t = np.asarray(test["t"], np.float64)[off[row] : off[row + 1]]
+    recorded = np.asarray(test["block_pose"], np.float64)[off[row] : off[row + 1]]
+    strike, start = np.asarray(test["strike"], np.float64)[row], recorded[0]
+    out = {"recorded": recorded}
+    for name in methods:
+        p = result["params"].get(name)
+        if p is None:
+            continue
+        if name.startswith("clashx"):
+            m = model if name == "clashx" else result.get("base_model", model)
+            touch = np.asarray(test["t_first_touch"], np.float64)[row : row + 1]
+            out[name] = _slide.hybrid_tracks_c(sim, m, strike[None], p, start[None], touch, [t])[0]
+        else:
+            out[name] = _slide.strike_tracks_c(sim, strike[None], p, [t], start[None])[0]
+    return out
+
+
+def table(result: dict[str, Any]) -> str:
+    """The rows of CLASH's Table III for one shape: methods × α-accuracies (%), median error, fit time."""
+    head = f"{'method':<22}" + "".join(f"{'α=' + str(a):>9}" for a in ALPHAS) + f"{'median err':>12}{'fit s':>8}"
+    lines = [f"{result['shape']}: {result['n_fit']} fit strikes (tracks), {result['n_test']} test strikes", head]
+    lines.append("-" * len(head))
+    for name, r in result["rows"].items():
+        t = result["details"][name].get("fit_s")
+        acc = "".join(f"{100 * r[f'alpha_{a}']:8.1f}%" for a in ALPHAS)
+        lines.append(f"{name:<22}{acc}{100 * r['median_rel_err']:11.1f}%{t:8.1f}")
+    return "\n".join(lines)

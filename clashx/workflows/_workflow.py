@@ -1,0 +1,405 @@
+"""File-level steps behind the CLI: identify, fine-tune, evaluate and predict from event files or recordings.
+
+`--real` takes either an event file (`clashx ingest`, `clashx generate`, yours)
+or a strike recording (the lab's tracks, `clashx.events._ingest` format): a
+recording is ingested on the fly, and `clashx identify` then runs the whole
+two-stage identification on its tracks (`clashx.learn._lab_fit`).  Without
+`--model`, the surrogate shipped for the data's block shape is used.
+
+Each function takes paths and plain values, reads and validates the inputs
+(errors name the file, row and fix), calls the functional core, and writes
+its outputs atomically.  Printing stays in the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..core._io import write_json as write_json
+from ..events import _metrics
+from ..events._events import atomic_savez, load_events, n_events, read_npz
+from ..events._ingest import ingest_strike_lab
+from ..learn._finetune import FinetuneConfig, finetune
+from ..learn._identify import identify
+from ..scenes import _geometry as geo
+from ..surrogate._surrogate import Surrogate, load_or_shipped, predict, save_surrogate
+from ._plots import plot_alpha_curves
+
+
+def parse_select(text: str, n: int, where: str) -> np.ndarray:
+    """Rows named by `text`: "a:b" (a slice, Python style), "a:b:s", or "i,j,k"; checked against n rows.
+
+    Unlike Python slicing, a slice whose bounds run past the end of the file is
+    an error, not silently shortened: `--select 0:50` on 12 events names 50 rows.
+    """
+    try:
+        if ":" in text:
+            parts = [int(p) if p.strip() else None for p in text.split(":")]
+            if len(parts) > 3:
+                raise ValueError
+            rows = np.arange(n)[slice(*parts)]
+        else:
+            rows = np.array([int(p) for p in text.split(",")], dtype=np.int64)
+    except ValueError:
+        raise ValueError(f"--select {text!r}: expected a slice like 0:10 or a list like 0,3,7") from None
+    if ":" in text:
+        past = [b for b in parts[:2] if b is not None and not -n <= b <= n]
+        if past:
+            raise ValueError(
+                f"--select {text!r} runs past the end of {where}, which has {n} events (rows 0 to {n - 1}); "
+                f"use e.g. --select 0:{n}"
+            )
+    if len(np.unique(rows)) != len(rows):
+        raise ValueError(f"--select {text!r} names a row twice")
+    if len(rows) == 0:
+        raise ValueError(f"--select {text!r} names no rows of {where} ({n} events)")
+    bad = rows[(rows < 0) | (rows >= n)]
+    if len(bad):
+        raise ValueError(f"--select {text!r}: row {int(bad[0])} is outside {where}, which has {n} events")
+    return rows
+
+
+def is_recording(path: str) -> bool:
+    """Whether `path` is a strike recording (tracks) rather than an event file; raises for an unreadable file."""
+    raw = read_npz(path, ".npz event file or strike recording")
+    return "block_pose" in raw and "offsets" in raw
+
+
+def read_real(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """(strike events, the recording or None) of `path`: an event file as it is, a recording ingested."""
+    if is_recording(path):
+        raw = read_npz(path, "strike recording")
+        return ingest_strike_lab(raw, where=path), raw
+    return load_events(path, scene="strike"), None
+
+
+def data_shape(path: str) -> str:
+    """The block shape of an event file or recording."""
+    return str(read_npz(path, ".npz event file or strike recording")["shape"])
+
+
+def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Strikes, observed velocities and row numbers of the selected touched events of an event file or recording."""
+    ev, _ = read_real(path)
+    if str(ev["shape"]) != shape:
+        raise ValueError(f"{path}: events of the {str(ev['shape'])!r} block; the model is for {shape!r}")
+    usable = ev["touched"] & np.isfinite(ev["post_velocity"]).all(1)
+    if not select:  # every event with a velocity
+        rows = np.flatnonzero(usable)
+        if len(rows) == 0:
+            raise ValueError(f"{path}: no event has a post-impact velocity")
+        return ev["strike"][rows], ev["post_velocity"][rows], rows
+    rows = parse_select(select, n_events(ev), path)
+    missed = rows[~usable[rows]]
+    if len(missed):
+        raise ValueError(
+            f"{path}: row {int(missed[0])} has no post-impact velocity (the striker missed); leave it out of --select"
+        )
+    return ev["strike"][rows], ev["post_velocity"][rows], rows
+
+
+def read_params(path: str, model: Surrogate) -> np.ndarray:
+    """Parameters from a PARAMS.json (written by `clashx identify`), in the model's order, checked against its prior.
+
+    The file holds {"params": {name: value}} (other top-level keys are kept
+    for the record) or the names at its top level; a name the model does not
+    know is an error (a misspelling would otherwise be ignored).
+    """
+    try:
+        with open(path) as f:
+            raw = json.load(f)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such parameter file (write one with `clashx identify`)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    names = list(model.space.names)
+    example = json.dumps({"params": dict.fromkeys(names, 0.5)})
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: expected a JSON object like {example}")
+    if "shape" in raw and raw["shape"] != model.shape:
+        raise ValueError(
+            f"{path}: parameters identified for the {raw['shape']!r} block; the model is for {model.shape!r}"
+        )
+    values = raw["params"] if "params" in raw else {k: v for k, v in raw.items() if k != "shape"}
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: 'params' is {values!r}; expected an object like {example}")
+    missing = [n for n in names if n not in values]
+    unknown = [k for k in values if k not in names]
+    problems = ([f"unknown parameter(s) {unknown}"] if unknown else []) + (
+        [f"missing parameter(s) {missing}"] if missing else []
+    )
+    if problems:
+        raise ValueError(f"{path}: {'; '.join(problems)}; the model expects exactly {names}")
+    try:
+        p = np.array([float(values[n]) for n in names])
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: parameter values must be numbers, got {values}") from None
+    return model.space.check(p, what=path)
+
+
+def _model_for(model_dir: str | None, real: str) -> Surrogate:
+    return load_or_shipped(model_dir, data_shape(real))
+
+
+def _model_name(model_dir: str | None, model: Surrogate) -> str:
+    return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape})"
+
+
+def run_identify(
+    model_dir: str | None, real: str, select: str | None, out: str, *, seed: int = 0, n_starts: int = 16
+) -> dict:
+    """`clashx identify`: fit the parameters on the selected strikes, write PARAMS.json; returns its content.
+
+    On an event file: `clashx.identify` on its velocities (all parameters,
+    the priors of `LabFitConfig`).  On a recording: the two-stage
+    identification of `clashx.learn._lab_fit` on its tracks (ground from the
+    slides, impact through the surrogate, joint refinement).
+    """
+    if n_starts < 1:
+        raise ValueError(f"--starts {n_starts}: need at least one starting point (default 16)")
+    model = _model_for(model_dir, real)
+    strikes, vel, rows = load_real(real, select, model.shape)
+    t0 = time.perf_counter()
+    key = jax.random.PRNGKey(seed)
+    extra = {}
+    if is_recording(real):
+        from ..learn._lab_fit import LabFitConfig, fit_recording
+        from ..scenes._strike import make_strike_sim
+
+        raw = read_npz(real, "strike recording")
+        config = LabFitConfig(n_starts=n_starts, finetune=None)
+        sim = make_strike_sim(model.shape, space=model.space)
+        fit = fit_recording(model, sim, raw, where=real, rows=rows, key=key, config=config)
+        params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
+        extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
+    else:
+        from ..learn._lab_fit import LabFitConfig
+
+        prior = dict(LabFitConfig().prior_std)
+        res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
+        params, std, loss = np.asarray(res.params), np.asarray(res.std), float(res.loss)
+    names = model.space.names
+    out_obj = {
+        "shape": model.shape,
+        "params": dict(zip(names, np.asarray(params, float).tolist(), strict=True)),
+        "std": dict(zip(names, np.asarray(std, float).tolist(), strict=True)),
+        "loss": float(loss),
+        "events": os.path.abspath(real),
+        "rows": rows.tolist(),
+        "model": _model_name(model_dir, model),
+        "seed": seed,
+        "n_starts": n_starts,
+        "time_s": time.perf_counter() - t0,
+    } | extra
+    write_json(out, out_obj)
+    return out_obj
+
+
+def run_finetune(
+    model_dir: str | None,
+    real: str,
+    select: str | None,
+    params_path: str,
+    out: str,
+    *,
+    seed: int = 0,
+    config: FinetuneConfig | None = None,
+) -> dict:
+    """`clashx finetune`: fine-tune on the selected strikes (events or a recording's) at the given parameters.
+
+    Writes the run folder `out`; cross-validation holds out whole strikes.
+    """
+    model = _model_for(model_dir, real)
+    params = read_params(params_path, model)
+    strikes, vel, rows = load_real(real, select, model.shape)
+    t0 = time.perf_counter()
+    config = config or FinetuneConfig()
+    tuned, report = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
+    report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": rows.tolist()}
+    save_surrogate(
+        out, tuned,
+        extra={"finetune": report, "base_model": _model_name(model_dir, model),
+               "params": dict(zip(model.space.names, params.tolist(), strict=True))},
+    )  # fmt: skip
+    return report
+
+
+def _params_for(model_dir: str | None, model: Surrogate, params_path: str | None) -> np.ndarray:
+    if params_path:
+        return read_params(params_path, model)
+    if not model_dir:
+        raise ValueError("the shipped surrogate holds no identified parameters; pass --params PARAMS.json")
+    with open(os.path.join(model_dir, "surrogate.json")) as f:
+        meta = json.load(f)
+    if "params" not in meta:
+        raise ValueError(f"{model_dir}: the model holds no identified parameters; pass --params PARAMS.json")
+    return read_params(os.path.join(model_dir, "surrogate.json"), model)
+
+
+def run_evaluate(
+    model_dir: str | None,
+    real: str,
+    alpha: float,
+    *,
+    params_path: str | None = None,
+    select: str | None = None,
+    plot: str | None = None,
+) -> dict:
+    """`clashx evaluate`: α-accuracy of the model's predictions against the events' velocities (+ α-curve PNG)."""
+    if not (math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"--alpha {alpha}: expected a positive relative error bound, e.g. 0.1 (10 %)")
+    model = _model_for(model_dir, real)
+    params = _params_for(model_dir, model, params_path)
+    strikes, vel, rows = load_real(real, select, model.shape)
+    pred = np.asarray(predict(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)))
+    length = geo.characteristic_length(model.shape)
+    err = np.asarray(_metrics.relative_error(pred, vel, length))
+    result = {
+        "shape": model.shape,
+        "alpha": alpha,
+        "alpha_accuracy": float(np.mean(err <= alpha)),
+        "median_rel_err": float(np.median(err)),
+        "n_events": int(len(rows)),
+        "params": dict(zip(model.space.names, params.tolist(), strict=True)),
+        "metric": f"‖Δ(vx, vy, r·ωz)‖ ≤ α‖(vx, vy, r·ωz)‖, r = {length:.4f} m",
+    }
+    if plot:
+        alphas, acc = _metrics.alpha_curve(pred, vel, length)
+        plot_alpha_curves(
+            {os.path.basename(os.path.normpath(model_dir or "shipped")): (alphas, acc)},
+            plot,
+            title=f"{model.shape}: {real}",
+        )
+        result["plot"] = plot
+    return result
+
+
+def run_predict(model_dir: str | None, params_path: str | None, events: str, out: str) -> int:
+    """`clashx predict`: per-event predictions in the row order of EVENTS (missed strikes get NaN)."""
+    model = _model_for(model_dir, events)
+    params = _params_for(model_dir, model, params_path)
+    ev = load_events(events, scene="strike")
+    if str(ev["shape"]) != model.shape:
+        raise ValueError(f"{events}: events of the {str(ev['shape'])!r} block; the model is for {model.shape!r}")
+    pred = np.asarray(
+        predict(model, jnp.asarray(ev["strike"], jnp.float32), jnp.asarray(params, jnp.float32)), np.float64
+    )
+    pred[~ev["touched"]] = np.nan  # a missed strike has no post-impact velocity
+    atomic_savez(
+        out, {"post_velocity": pred, "strike": ev["strike"], "params": params, "names": np.array(model.space.names)}
+    )
+    return len(pred)
+
+
+def parse_pose(text: str, flag: str) -> np.ndarray:
+    """A pose 'x,y,yaw' (m, m, rad) from a flag, or a ValueError naming the flag and the fix."""
+    try:
+        vals = [float(v) for v in text.split(",")]
+    except ValueError:
+        vals = []
+    if len(vals) != 3 or not np.all(np.isfinite(vals)):
+        raise ValueError(f"{flag} {text!r}: expected three numbers x,y,yaw (metres, metres, radians), e.g. 0,0,0")
+    return np.asarray(vals, np.float64)
+
+
+# How far any strike can push a block, to refuse a target out of reach before a search that cannot
+# succeed.  Generous on purpose: the fastest strike is 0.8 m/s (SCENE.md) and simulated blocks leave
+# at up to 1.7 m/s, so 3x the strike speed bounds the block's; it then slides until MAX_TIME at most,
+# decelerated by at least the floor's friction mu2 * g, and REACH_SLACK covers turning about a corner
+# and soft contacts (simulated: 4.9 m at mu2 = 0.02, 0.64 m at mu2 = 0.3; bounds 10.1 m and 1.5 m).
+MAX_BLOCK_SPEED = 3.0 * geo.STRIKE_RANGES["v_pre"][1]  # m/s
+REACH_SLACK = 0.5  # m
+_GRAVITY = 9.81  # m/s²
+
+
+def max_reach(mu_floor: float | None) -> float:
+    """An upper bound (m) on how far a strike moves the block, for floor friction `mu_floor` (None: unknown)."""
+    from ..scenes._strike import MAX_TIME
+
+    reach = MAX_BLOCK_SPEED * MAX_TIME
+    if mu_floor is not None and mu_floor > 0:
+        reach = min(reach, MAX_BLOCK_SPEED**2 / (2 * mu_floor * _GRAVITY))
+    return reach + REACH_SLACK
+
+
+def check_reach(start: np.ndarray, target: np.ndarray, params: dict[str, float]) -> None:
+    """Raise a ValueError naming --target if it lies farther from --start than any strike can push the block."""
+    distance = float(np.hypot(*(np.asarray(target[:2]) - np.asarray(start[:2]))))
+    reach = max_reach(params.get("mu2"))
+    if distance > reach:
+        raise ValueError(
+            f"--target {target[0]:g},{target[1]:g}: {distance:.2f} m from --start {start[0]:g},{start[1]:g}, but no "
+            f"strike moves the block more than {reach:.2f} m (floor friction mu2 = {params.get('mu2')}); "
+            "choose a nearer target (metres, not millimetres)"
+        )
+
+
+def run_optimize(
+    model_dir: str | None,
+    params_path: str | None,
+    shape: str,
+    start: np.ndarray,
+    target: np.ndarray,
+    config,
+    *,
+    engine: str = "auto",
+    seed: int = 0,
+    progress=None,
+) -> dict:
+    """`clashx optimize`: the strike that brings the block from `start` to `target`, by CMA-ES over hybrid rollouts.
+
+    `engine` is "cpu-hybrid", "mjx-hybrid" or "auto" (`clashx.core._engine.resolve_engine`:
+    the CPU hybrid where JAX has only a CPU); the result names the engine that ran.
+    """
+    from ..core._engine import resolve_engine
+    from ..optimize._optimize import describe, optimize
+
+    geo.check_shape(shape)
+    engine = resolve_engine(engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
+    model = load_or_shipped(model_dir, shape)
+    if model.shape != shape:
+        raise ValueError(f"{model_dir}: the surrogate is for the {model.shape!r} block, not --shape {shape!r}")
+    params = _params_for(model_dir, model, params_path)
+    check_reach(start, target, dict(zip(model.space.names, params.tolist(), strict=True)))
+    t0 = time.perf_counter()
+    sims: dict = {}
+    res = optimize(
+        engine,
+        shape,
+        params,
+        start,
+        target,
+        config,
+        key=jax.random.PRNGKey(seed),
+        handler=model,
+        sims=sims,
+        progress=progress,
+    )
+    res = jax.block_until_ready(res)
+    out = describe(res, start, target)
+    # the chosen strike once more on the CPU hybrid: what the handler predicted and whether the
+    # energy guard had to clamp it (never silent)
+    from ..hybrid._hybrid import hybrid_rollouts_c
+    from ..optimize._optimize import cached_hybrid, clip_to_ranges
+
+    check = hybrid_rollouts_c(cached_hybrid(sims, shape), model, clip_to_ranges(res.strike)[None], params)
+    out["post_velocity"] = np.asarray(check.post_velocity[0], float).tolist()
+    out["impact_clamped"] = bool(check.clamped[0])
+    out.update(
+        shape=shape,
+        engine=engine,
+        model=_model_name(model_dir, model),
+        params=dict(zip(model.space.names, np.asarray(params, float).tolist(), strict=True)),
+        population=config.population,
+        generations=config.generations,
+        seed=seed,
+        time_s=time.perf_counter() - t0,
+    )
+    return out
