@@ -265,8 +265,8 @@ def _residual_terms(
     def params_of(z):
         return _params_of_logits(sim, jnp.asarray(base_z, z.dtype).at[jnp.asarray(cols)].set(z))
 
-    z = jnp.asarray(z, strikes.dtype)
-    params, dp_dz = params_of(z), jax.jacfwd(params_of)(z)
+    zj = jnp.asarray(z, strikes.dtype)
+    params, dp_dz = params_of(zj), jax.jacfwd(params_of)(zj)
     v, dv_dp = mjx_velocity_jacobian(sim, strikes, params)
     y = np.asarray(velocities, np.float64)
     w = np.array([1.0, 1.0, length])
@@ -416,8 +416,11 @@ def _init_mlp(strikes, targets, length: float, key: PRNGKeyArray, scale: float |
     if scale is None:
         scale = float(jnp.sqrt(jnp.mean(jnp.sum(speed_vector(targets, length) ** 2, axis=-1))))
     mlp = eqx.nn.MLP(4, 3, config.width, config.depth, activation=jax.nn.gelu, key=key)
-    scale = jnp.asarray(max(float(scale), 1e-6), jnp.float32)
-    return VelocityMLP(mlp=mlp, scale=scale, length=float(length)), strikes, targets
+    return (
+        VelocityMLP(mlp=mlp, scale=jnp.asarray(max(float(scale), 1e-6), jnp.float32), length=float(length)),
+        strikes,
+        targets,
+    )
 
 
 def train_velocity_mlp(

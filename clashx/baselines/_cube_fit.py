@@ -238,7 +238,8 @@ def identify_trajectory_mjx(
     u_rand = np.asarray(jax.random.uniform(key, (n_starts - 1, 3), minval=0.1, maxval=0.9), np.float64)
     first = np.full((1, 3), 0.5) if init is None else np.asarray(sim.space.to_unit(jnp.asarray(init)))[None]
     u0 = np.concatenate([np.clip(first, 0.02, 0.98), u_rand])
-    best, best_cost = None, math.inf
+    best: np.ndarray = np.zeros(3)  # logits of the prior's centre until a start beats it
+    best_cost = math.inf
     with jax.enable_x64(True):
         sim64 = _as_float64(sim)
         args = (

@@ -50,7 +50,7 @@ class _NumpyWithSafeSqrt(types.ModuleType):
 
 
 _jnp = _NumpyWithSafeSqrt("jax.numpy (clashx: safe sqrt)")
-_jnp.sqrt = safe_sqrt
+_jnp.sqrt = safe_sqrt  # type: ignore[attr-defined]  # a module attribute set at run time
 PATCHED = getattr(_solver, "jp", None) is jnp
 if PATCHED:
     _solver.jp = _jnp

@@ -229,7 +229,7 @@ class ParamSpace(eqx.Module):
 
     def sample(self, n: int, *, key: PRNGKeyArray) -> Float[Array, "n p"]:
         """`n` draws from the prior: uniform in each range (log-uniform where `log_scale`)."""
-        u = jax.random.uniform(key, (n, self.size), dtype=jnp.float64 if jax.config.jax_enable_x64 else None)
+        u = jax.random.uniform(key, (n, self.size), dtype=jax.dtypes.canonicalize_dtype(jnp.float64))
         return self.from_unit(u)
 
     def from_unit(self, u: Float[Array, "... p"]) -> Float[Array, "... p"]:
@@ -315,7 +315,7 @@ class ParamSpace(eqx.Module):
     def _writes(self, rows: Layout, values, xp=jnp):
         """(field, row, cols, new entries) of every write, in order (values: one world's (p,))."""
         for j, ts in enumerate(self.targets):
-            for t, slot in zip(ts, rows[j]):
+            for t, slot in zip(ts, rows.slots[j]):
                 if slot.row < 0:
                     continue
                 nominal = xp.asarray(slot.nominal)

@@ -96,11 +96,11 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
     missing = [k for k in schema if k not in events and k not in OPTIONAL[scene]]
     if missing:
         raise EventFileError(f"{where}: missing key(s) {missing} for scene {scene!r} (see clashx.events docs)")
-    n = None
+    n: int | None = None
     out: dict[str, np.ndarray] = {}
     for key, (tail, kind) in schema.items():
         if key not in events:  # optional: unknown
-            arr = np.full((n, *tail), np.nan)
+            arr = np.full((0 if n is None else n, *tail), np.nan)
         else:
             arr = np.asarray(events[key])
         if n is None:

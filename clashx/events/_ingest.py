@@ -231,7 +231,9 @@ def _fit_path(tau, z, sigma, prior: SlidePrior | None, yaw0: float):
             j = j + ((veer - r0 - r1 * np.sin(2 * beta) - r2 * np.cos(2 * beta)) / sd) ** 2
         return j, (c,)
 
-    stop, veer, c = _search(cost, np.linspace(*np.log(_STOP_RANGE), 48), np.linspace(-MAX_VEER, MAX_VEER, 25))
+    stop, veer, c = _search(
+        cost, np.linspace(np.log(_STOP_RANGE[0]), np.log(_STOP_RANGE[1]), 48), np.linspace(-MAX_VEER, MAX_VEER, 25)
+    )
     return complex(c), float(stop), float(veer)
 
 
@@ -426,16 +428,17 @@ def _pooled_noise(tracks, touches) -> tuple[float, float]:
     Uses the median absolute difference, so a block already nudged before the
     recorded touch does not inflate it.
     """
-    dp, dy = [], []
+    dp: list[np.ndarray] = []
+    dy: list[np.ndarray] = []
     for (t, pose), tt in zip(tracks, touches, strict=True):
         d = np.diff(_at_rest_before(t, pose, tt), axis=0)
         dp.append(d[:, :2].ravel())
         dy.append((d[:, 2] + math.pi) % (2 * math.pi) - math.pi)
-    dp, dy = np.concatenate(dp), np.concatenate(dy)
-    if len(dy) < 20:
+    dps, dys = np.concatenate(dp), np.concatenate(dy)
+    if len(dys) < 20:
         return NOISE
     scale = 1.4826 / math.sqrt(2.0)  # median |difference| of N(0, 2σ²) → σ
-    return max(scale * float(np.median(np.abs(dp))), 1e-5), max(scale * float(np.median(np.abs(dy))), 1e-4)
+    return max(scale * float(np.median(np.abs(dps))), 1e-5), max(scale * float(np.median(np.abs(dys))), 1e-4)
 
 
 def _start_pose(t: np.ndarray, pose: np.ndarray, t_touch: float, noise) -> np.ndarray | None:
@@ -498,7 +501,7 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
     first = [fit_slide(*tracks[i], t_touch[i] + RELEASE_AFTER, point=point, noise=noise) for i in rows]
     prior = slide_prior(first, noise)
     post_velocity = np.full((n, 3), np.nan)
-    for i in rows:
+    for i in map(int, rows):
         post_velocity[i] = estimate_post_velocity(
             *tracks[i], t_touch[i] + RELEASE_AFTER, point=point, noise=noise, prior=prior
         )

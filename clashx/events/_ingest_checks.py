@@ -44,7 +44,12 @@ def check_recording(raw: dict[str, Any], where: str) -> tuple[str, np.ndarray]:
         raise fail(f"strike {row}: 'offsets' do not increase ({offsets[row]}, {offsets[row + 1]}); give it its samples")
     if t.ndim != 1 or offsets[-1] != len(t):
         raise fail(f"'offsets'[-1] is {offsets[-1]} but 't' has shape {t.shape}; it must end at the track length")
-    tails = {"block_pose": (len(t), 3), "striker_xy": (len(t), 2), "strike": (n, 3), "start_pose": (n, 3)}
+    tails: dict[str, tuple[int, ...]] = {
+        "block_pose": (len(t), 3),
+        "striker_xy": (len(t), 2),
+        "strike": (n, 3),
+        "start_pose": (n, 3),
+    }
     tails |= {"final_pose": (n, 3), "post_velocity_true": (n, 3), "touched": (n,), "t_first_touch": (n,)}
     tails |= {"mocap_hz": (), "lab": ()}
     for key, want in tails.items():
@@ -81,7 +86,7 @@ def check_recording(raw: dict[str, Any], where: str) -> tuple[str, np.ndarray]:
     if touched.dtype != bool and not np.isin(touched, (0, 1)).all():
         raise fail(f"'touched' must hold booleans (or 0/1); got dtype {touched.dtype}")
     t_touch = np.asarray(raw["t_first_touch"], dtype=np.float64)
-    for row in np.flatnonzero(touched.astype(bool)):
+    for row in map(int, np.flatnonzero(touched.astype(bool))):
         if not math.isfinite(t_touch[row]):
             raise fail(
                 f"strike {row}: touched but 't_first_touch' is {t_touch[row]}; give the arm's touch time or mark a miss"

@@ -303,7 +303,7 @@ def _first_crossing(state0, t_max):
     return jnp.where(below.any() & (k > 0), t, jnp.inf)
 
 
-def _ingest_toss(track: np.ndarray, window: float) -> tuple[np.ndarray, ...] | str:
+def _ingest_toss(track: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | str:
     """(initial, pre, post, t_impact) of one toss in the simulator's frame, or the reason it has none."""
     t = np.arange(len(track)) * _toss.FRAME_DT
     n = _flight_frames(track, 0.0, _toss.HALF)

@@ -142,9 +142,9 @@ def make_hybrid_sim(
         raise ValueError(f"sim is for the {sim.shape!r} block, not {shape!r}")
     m = sim.mj_slide_model()
     dt = float(m.opt.timestep)
-    rot = np.zeros(9)
-    mujoco.mju_quat2Mat(rot, m.body_iquat[1])
-    rot = rot.reshape(3, 3)
+    rot9 = np.zeros(9)
+    mujoco.mju_quat2Mat(rot9, m.body_iquat[1])
+    rot = rot9.reshape(3, 3)
     inertia = rot @ np.diag(m.body_inertia[1]) @ rot.T
     v_min = geo.STRIKE_RANGES["v_pre"][0]
     n_window = int(round(_strike.RELEASE_AFTER / dt))

@@ -475,5 +475,6 @@ def ingest_by_simulation(
         "chi2_dof": fit.chi2_dof,
         "iterations": fit.iterations,
     }
-    events |= {"post_velocity": velocity, "release_pose": release, "post_velocity_std": std, "meta": json.dumps(meta)}
+    events |= {"post_velocity": velocity, "release_pose": release, "post_velocity_std": std}
+    events["meta"] = np.asarray(json.dumps(meta))
     return validate_events(events, where=where)

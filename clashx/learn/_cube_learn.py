@@ -89,7 +89,8 @@ def load_cube_training(path: str | tuple[str, ...]) -> tuple[ParamSpace, np.ndar
         spaces = {json.dumps(sp.describe()) for sp, *_ in parts}
         if len(spaces) > 1:
             raise ValueError(f"{list(path)}: the files were generated over different parameter spaces; pretrain on one")
-        return parts[0][0], *(np.concatenate([part[i] for part in parts]) for i in (1, 2, 3))
+        pre, post, params = (np.concatenate([part[i] for part in parts]) for i in (1, 2, 3))
+        return parts[0][0], pre, post, params
     ev = load_events(path, scene="cube-toss")
     meta = ev["meta"]
     if "param_space" not in meta or not np.isfinite(ev["params"]).all():

@@ -429,7 +429,7 @@ def identify_from_rest(
         (params, loss): the best candidate seen (the start counts) and its loss (m).
     """
     strikes = np.asarray(strikes, np.float64)
-    rest = jnp.asarray(rest, jnp.float32)
+    rest_j = jnp.asarray(rest, jnp.float32)
     n = len(strikes)
     cols = [space.index(name) for name in (free if free is not None else space.names)]
     u_all = np.clip(np.asarray(space.to_unit(jnp.asarray(params0, jnp.float32)), np.float64), 0.0, 1.0)
@@ -442,7 +442,7 @@ def identify_from_rest(
     def losses(u: np.ndarray) -> np.ndarray:
         phys = np.asarray(space.from_unit(jnp.asarray(full(u))), np.float64)
         poses = np.asarray(rest_of(np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0))).reshape(len(u), n, 3)
-        pos, yaw = pose_error(jnp.asarray(poses, jnp.float32), rest[None])
+        pos, yaw = pose_error(jnp.asarray(poses, jnp.float32), rest_j[None])
         return np.asarray(jnp.mean(pos + yaw_weight * yaw, axis=1))
 
     u0 = u_all[cols]

@@ -153,6 +153,8 @@ def mirror(strikes: Float[Array, "n 3"], outcomes: Float[Array, "n k"], params=N
     flip = jnp.tile(jnp.array([-1.0, 1.0, -1.0]), outcomes.shape[-1] // 3)
     if params is None:
         return s, outcomes * flip
+    if space is None:
+        raise ValueError("mirror: params were given without their space; pass space= too")
     sign = jnp.array([-1.0 if n in _MIRRORED_PARAMS else 1.0 for n in space.names])
     return s, outcomes * flip, jnp.asarray(params) * sign
 

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import time
+from typing import Any
 
 from ..core._io import check_output
 from ..scenes import _geometry as geo
@@ -21,7 +22,8 @@ class _Bar:
     """
 
     def __init__(self, desc: str, unit: str):
-        self.desc, self.unit, self.bar = desc, unit, None
+        self.desc, self.unit = desc, unit
+        self.bar: Any = None
 
     def __call__(self, done: int, total: int, postfix: dict | None = None) -> None:
         if self.bar is None:
