@@ -59,6 +59,7 @@ import numpy as np
 
 from ..core import _batch
 from ..core._mjx import mjx
+from ..core._shard import map_batched, spread
 from ..core._types import Array, Bool, Float, Int
 from ..scenes import _geometry as geo
 from ..scenes import _scenes, _strike
@@ -468,11 +469,19 @@ def hybrid_rollout(
     )
 
 
-@eqx.filter_jit
 def hybrid_rollouts(hs: HybridSim, handler: Handler, strikes: Float[Array, "n 3"], params) -> HybridResult:
-    """`hybrid_rollout` over a batch (params: one set, or one per strike), vmapped in blocks under one jit."""
-    params = jnp.broadcast_to(jnp.asarray(params), (strikes.shape[0], hs.sim.space.size))
-    return jax.lax.map(
+    """`hybrid_rollout` over a batch (params: one set, or one per strike), vmapped in blocks per device.
+
+    With several local devices each block is spread over them (`clashx.core.map_batched`).
+    """
+    params = jnp.broadcast_to(jnp.asarray(params), (jnp.shape(strikes)[0], hs.sim.space.size))
+    (hs, handler), (strikes, params) = spread((hs, handler), (jnp.asarray(strikes), params))
+    return _hybrid_rollouts(hs, handler, strikes, params)
+
+
+@eqx.filter_jit
+def _hybrid_rollouts(hs: HybridSim, handler: Handler, strikes, params) -> HybridResult:
+    return map_batched(
         lambda x: hybrid_rollout(hs, handler, x[0], x[1]), (strikes, params), batch_size=_strike.MJX_BLOCK
     )
 

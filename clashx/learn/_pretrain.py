@@ -28,6 +28,7 @@ import optax
 
 from ..core._io import describe_changes, load_model_leaves, write_json
 from ..core._params import ParamSpace
+from ..core._shard import shard_batch
 from ..events import _metrics
 from ..events._events import load_events
 from ..scenes import _geometry as geo
@@ -210,7 +211,8 @@ def pretrain(
         losses = []
         for i in range(steps_per_epoch):
             idx = perm[i * config.batch_size : (i + 1) * config.batch_size]
-            model, opt_state, loss = step(model, opt_state, s_tr[idx], p_tr[idx], v_tr[idx])
+            batch = shard_batch((s_tr[idx], p_tr[idx], v_tr[idx]))  # data-parallel over local devices
+            model, opt_state, loss = step(model, opt_state, *batch)
             losses.append(loss)
         metrics = {"epoch": epoch + 1, "train_loss": float(jnp.mean(jnp.stack(losses)))}
         metrics |= {"val_" + k: v for k, v in validation_report(model, strikes[val], params[val], vel[val]).items()}

@@ -31,6 +31,7 @@ import numpy as np
 from ..core import _batch
 from ..core._mjx import mjx
 from ..core._params import Layout, ParamSpace
+from ..core._shard import map_batched, spread
 from ..core._types import Array, Bool, Float
 from . import _geometry as geo
 from . import _scenes
@@ -351,12 +352,20 @@ def _event(contact, rest_pose) -> StrikeEvent:
 MJX_BLOCK = 256
 
 
-@eqx.filter_jit
 def simulate_strikes_mjx(
     sim: StrikeSim, strikes: Float[Array, "batch 3"], params: Float[Array, "batch 3"], *, to_rest: bool = True
 ) -> StrikeEvent:
-    """`simulate_strike` over a batch on MJX, vmapped in blocks of `MJX_BLOCK` worlds under one jit."""
-    return jax.lax.map(
+    """`simulate_strike` over a batch on MJX, vmapped in blocks of `MJX_BLOCK` worlds per device.
+
+    With several local devices each block is spread over them (`clashx.core.map_batched`).
+    """
+    sim, (strikes, params) = spread(sim, (jnp.asarray(strikes), jnp.asarray(params)))
+    return _simulate_strikes_mjx(sim, strikes, params, to_rest=to_rest)
+
+
+@eqx.filter_jit
+def _simulate_strikes_mjx(sim: StrikeSim, strikes, params, *, to_rest: bool) -> StrikeEvent:
+    return map_batched(
         lambda x: simulate_strike(sim, x[0], x[1], to_rest=to_rest), (strikes, params), batch_size=MJX_BLOCK
     )
 

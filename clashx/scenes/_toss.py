@@ -71,6 +71,7 @@ import numpy as np
 from ..core import _batch
 from ..core._mjx import mjx
 from ..core._params import ParamSpace
+from ..core._shard import map_batched, spread
 from ..core._types import Array, Bool, Float, PRNGKeyArray
 from . import _scenes
 from ._spaces import cube_space
@@ -380,12 +381,21 @@ def simulate_toss(
     return TossEvent(pre_state=pre, post_state=post, t_impact=t_impact, valid=valid, track=track[:n_frames])
 
 
-@eqx.filter_jit
 def simulate_tosses(
     sim: TossSim, initial_states: Float[Array, "batch 13"], params: Float[Array, "batch 3"], n_frames: int = 0
 ) -> TossEvent:
-    """`simulate_toss` over a batch (jit + vmap; one compilation per batch size and n_frames)."""
-    return jax.vmap(lambda s, p: simulate_toss(sim, s, p, n_frames))(initial_states, params)
+    """`simulate_toss` over a batch (jit + vmap; one compilation per batch size and n_frames).
+
+    With several local devices the batch is spread over them (`clashx.core.map_batched`).
+    """
+    sim, (initial_states, params) = spread(sim, (jnp.asarray(initial_states), jnp.asarray(params)))
+    return _simulate_tosses(sim, initial_states, params, n_frames)
+
+
+@eqx.filter_jit
+def _simulate_tosses(sim: TossSim, initial_states, params, n_frames: int) -> TossEvent:
+    n = initial_states.shape[0]
+    return map_batched(lambda x: simulate_toss(sim, x[0], x[1], n_frames), (initial_states, params), batch_size=n)
 
 
 # --- MuJoCo C: the same rule around mujoco.batch rollouts ----------------------------------
