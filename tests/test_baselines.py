@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from clashx.baselines import _baselines as bl
+from clashx.core._mjx import as_float64
 from clashx.events._generate import sample_strikes
 from clashx.events._metrics import relative_error
 from clashx.scenes import _geometry as geo
@@ -63,7 +64,7 @@ def test_cmaes_recovers_known_parameters(synthetic):
 def test_mjx_forward_mode_jacobian_matches_finite_difference(strike_sims):
     # float64 inside a context only (other tests stay float32); float32 tangents are wrong (bl.as_float64)
     with jax.enable_x64(True):
-        sim = bl.as_float64(strike_sims(SHAPE))
+        sim = as_float64(strike_sims(SHAPE))
         strikes = jnp.array([[math.pi / 3, 0.1, 0.5]])
         p = sim.space.size
         params = jnp.asarray(sim.space.vector(com_x=0.002, torsion=0.01))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import clashx
-from clashx.baselines import _baselines as bl
+from clashx.core._mjx import as_float64
 from clashx.events._generate import sample_strikes
 from clashx.hybrid import _slide
 from clashx.hybrid import _track_mjx as tm
@@ -54,7 +54,7 @@ def test_hybrid_track_loss_gradient_matches_central_differences(strike_sims):
     """d(track loss)/d(params) by forward mode through the surrogate and MJX's slide, against differences."""
     model32 = shipped_surrogate("square")
     with jax.enable_x64(True):
-        sim = bl.as_float64(strike_sims("square"))
+        sim = as_float64(strike_sims("square"))
         model = jax.tree.map(lambda a: a.astype(jnp.float64) if eqx_float(a) else a, model32)
         p = jnp.asarray(sim.space.vector(mu2=0.3, com_x=0.002, torsion=0.01))
         strike, times = jnp.array([1.3, 0.05, 0.5]), jnp.arange(0.0, 0.12, 1 / 120.0)

@@ -29,7 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..core._mjx import as_float64
 from ..core._types import Array, Float, PRNGKeyArray
+from ..events import _metrics
 from ..events._metrics import relative_error, speed_vector
 from ..optimize._optimize import cmaes_in_box
 from ..scenes import _geometry as geo
@@ -74,9 +76,7 @@ def speed_residuals(pred: Float[Array, "n 3"], true: Float[Array, "n 3"], length
 
     `mean(sum(r**2, -1))` is the fit loss of every baseline (mean squared relative error).
     """
-    du = speed_vector(jnp.asarray(pred) - jnp.asarray(true), length)
-    scale = jnp.maximum(jnp.linalg.norm(speed_vector(true, length), axis=-1, keepdims=True), 1e-12)
-    return du / scale
+    return _metrics.speed_residuals(pred, true, length)
 
 
 def relative_mse(pred: Float[Array, "... 3"], true: Float[Array, "... 3"], length: float) -> Float[Array, ""]:
@@ -191,17 +191,6 @@ def identify_cmaes(
 _Z_MAX = 4.0  # logits stay in [-4, 4] (unit 0.018 … 0.982) so that the sigmoid's slope does not vanish
 
 
-def as_float64(sim: _strike.StrikeSim) -> _strike.StrikeSim:
-    """The scene with its floating-point arrays in float64; use it inside `jax.enable_x64(True)`.
-
-    MJX's forward-mode derivatives need float64 here: in float32 the
-    constraint solver stops when the *values* have converged, and the
-    tangents carried along have not (on the square, ∂ωz/∂μ2 came out +2.7
-    where a central difference and float64 give −1.07).
-    """
-    return jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, sim)
-
-
 def mjx_post_velocity(
     sim: _strike.StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"]
 ) -> Float[Array, "3"]:
@@ -270,9 +259,9 @@ def _residual_terms(
     v, dv_dp = mjx_velocity_jacobian(sim, strikes, params)
     y = np.asarray(velocities, np.float64)
     w = np.array([1.0, 1.0, length])
-    scale = np.maximum(np.linalg.norm(y * w, axis=-1), 1e-12) * math.sqrt(n)  # as in `speed_residuals`
-    r = ((np.asarray(v, np.float64) - y) * w / scale[:, None]).reshape(-1)
-    jac = (np.asarray(dv_dp, np.float64) * w[None, :, None] / scale[:, None, None]).reshape(len(r), -1)
+    scale = np.asarray(_metrics.speed_scale(y, length), np.float64) * math.sqrt(n)  # (n, 1), as `speed_residuals`
+    r = ((np.asarray(v, np.float64) - y) * w / scale).reshape(-1)
+    jac = (np.asarray(dv_dp, np.float64) * w[None, :, None] / scale[:, :, None]).reshape(len(r), -1)
     return r, jac @ np.asarray(dp_dz, np.float64)
 
 

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import _batch
+from ..core._mjx import as_float64
 from ..core._types import Array, Float, PRNGKeyArray
 from ..hybrid._cube_rollout import rest_rollout
 from ..scenes import _toss
@@ -188,10 +189,6 @@ def identify_sysid(
 # --- Levenberg-Marquardt through MJX (forward mode, float64) --------------------------------------
 
 
-def _as_float64(sim: TossSim) -> TossSim:
-    return jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, sim)
-
-
 @eqx.filter_jit
 def _mjx_terms(sim: TossSim, starts, t_starts, real, mask, z):
     """Residuals and their Jacobian w.r.t. the logits z, by forward mode through `rest_rollout`."""
@@ -224,7 +221,7 @@ def identify_trajectory_mjx(
     state for clashx's rest phase); frames before `t_starts[i]` are left out
     of the residual.  The unknowns are logits of the prior's unit cube
     (clipped to ±4), the Jacobian comes from `jax.jacfwd` through MJX's
-    solver in float64 (float32 tangents are unreliable, `_baselines.as_float64`).
+    solver in float64 (float32 tangents are unreliable, `clashx.core._mjx.as_float64`).
     A step solves (JᵀJ + λ diag(JᵀJ) + λ 1e-6) δ = −Jᵀr, kept if the cost drops
     (λ /= 3), else refused (λ *= 4).  The first start is `init` (physical
     units; default the prior's centre), the others are drawn from `key`.
@@ -241,7 +238,7 @@ def identify_trajectory_mjx(
     best: np.ndarray = np.zeros(3)  # logits of the prior's centre until a start beats it
     best_cost = math.inf
     with jax.enable_x64(True):
-        sim64 = _as_float64(sim)
+        sim64 = as_float64(sim)
         args = (
             jnp.asarray(starts, jnp.float64),
             jnp.asarray(t_starts, jnp.float64),

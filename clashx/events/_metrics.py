@@ -18,6 +18,8 @@ import numpy as np
 
 from ..core._types import Array, Float
 
+VELOCITY_FLOOR = 0.02  # m/s: the floor of every velocity loss (a near-still block does not dominate a fit)
+
 
 def speed_vector(velocity: Float[Array, "... 3"], length: float) -> Float[Array, "... 3"]:
     """(vx, vy, ωz) → (vx, vy, r·ωz), m/s."""
@@ -25,11 +27,28 @@ def speed_vector(velocity: Float[Array, "... 3"], length: float) -> Float[Array,
     return velocity * jnp.array([1.0, 1.0, length])
 
 
+def speed_scale(true: Float[Array, "... 3"], length: float, floor: float = 0.0) -> Float[Array, "... 1"]:
+    """√(‖u_true‖² + floor²) per event (m/s), the denominator of every relative speed error; at least 1e-12."""
+    u = speed_vector(true, length)
+    return jnp.maximum(jnp.sqrt(jnp.sum(u**2, -1, keepdims=True) + floor**2), 1e-12)
+
+
+def speed_residuals(
+    pred: Float[Array, "... 3"], true: Float[Array, "... 3"], length: float, floor: float = 0.0
+) -> Float[Array, "... 3"]:
+    """(u_pred − u_true) / √(‖u_true‖² + floor²) per event: the residual vector of every clashx fit.
+
+    With `floor` 0 its norm is `relative_error`; a floor (m/s) keeps events with a
+    near-still block from dominating a loss.  Every loss on velocities in clashx is
+    `sum(speed_residuals(...) ** 2, -1)` per event (`velocity_loss`, identification's
+    residuals, fine-tuning, the baselines).
+    """
+    return speed_vector(jnp.asarray(pred) - jnp.asarray(true), length) / speed_scale(true, length, floor)
+
+
 def relative_error(pred: Float[Array, "... 3"], true: Float[Array, "... 3"], length: float) -> Float[Array, "..."]:
     """‖u_pred − u_true‖ / ‖u_true‖ per event (see module docs)."""
-    du = speed_vector(jnp.asarray(pred) - jnp.asarray(true), length)
-    u = speed_vector(true, length)
-    return jnp.linalg.norm(du, axis=-1) / jnp.maximum(jnp.linalg.norm(u, axis=-1), 1e-12)
+    return jnp.linalg.norm(speed_residuals(pred, true, length), axis=-1)
 
 
 def alpha_accuracy(pred, true, length: float, alpha: float = 0.1) -> float:

@@ -12,7 +12,7 @@ Derivatives: reverse mode through the surrogate; forward mode
 (`jax.jacfwd`) through MJX's slide, whose constraint solver is a
 `while_loop` that reverse mode cannot pass (mujoco#2259): one tangent per
 parameter, fine for the strike's eight.  Run it in float64 (`jax.enable_x64`
-and `clashx.baselines._baselines.as_float64(sim)`): float32 tangents through MJX's
+and `clashx.core._mjx.as_float64(sim)`): float32 tangents through MJX's
 solver are wrong (`as_float64`'s docstring).
 """
 

@@ -26,7 +26,7 @@ from ..core._types import Array, Float, PRNGKeyArray
 from ..events._events import load_events
 from ..scenes import _toss
 from ..surrogate._cube import CubeSurrogate, impact_targets, make_cube_surrogate, save_cube_surrogate
-from ._finetune import FinetuneConfig, _trainable, choose_steps, cv_folds
+from ._finetune import FinetuneConfig, finetune
 from ._pretrain import _split
 
 
@@ -256,52 +256,7 @@ def identify_cube(
     return np.asarray(model.space.from_unit(jax.nn.sigmoid(z[best])), np.float64), float(losses[best])
 
 
-# --- fine-tuning, early-stopped by cross-validation ------------------------------------------------
-
-
-def _weighted(model, base, pre, targets, params, weights, pull: float):
-    pred = jax.vmap(model.targets, in_axes=(0, None))(pre, params)
-    per = jnp.mean(((pred - targets) / base.out_std) ** 2, -1)
-    fit = jnp.sum(weights * per) / jnp.maximum(jnp.sum(weights), 1.0)
-    diff = jax.tree.map(
-        lambda a, b: jnp.sum((a - b) ** 2),
-        eqx.filter(model, eqx.is_inexact_array),
-        eqx.filter(base, eqx.is_inexact_array),
-    )
-    return fit + pull * sum(jax.tree.leaves(diff))
-
-
-def _curve(base, pre, targets, params, train_w, eval_w, config: FinetuneConfig, steps: int):
-    opt = optax.adam(config.lr)
-    p0, static = eqx.partition(base, _trainable(base, config.scope))
-
-    def held(p):
-        return _weighted(eqx.combine(p, static), base, pre, targets, params, eval_w, 0.0)
-
-    def body(carry, _):
-        p, state = carry
-        h = held(p)
-        g = jax.grad(lambda q: _weighted(eqx.combine(q, static), base, pre, targets, params, train_w, config.pull))(p)
-        upd, state = opt.update(g, state, p)
-        return (optax.apply_updates(p, upd), state), h
-
-    (p, _), curve = jax.lax.scan(body, (p0, opt.init(p0)), None, length=steps)
-    return eqx.combine(p, static), jnp.append(curve, held(p))
-
-
-@eqx.filter_jit
-def _cv(base, pre, targets, params, fold_of, config: FinetuneConfig):
-    def one(f):
-        w = (fold_of == f).astype(jnp.float32)
-        return _curve(base, pre, targets, params, 1.0 - w, w, config, config.max_steps)[1]
-
-    return jax.vmap(one)(jnp.arange(config.folds))
-
-
-@eqx.filter_jit
-def _train(base, pre, targets, params, config: FinetuneConfig, steps: int):
-    ones = jnp.ones(len(pre))
-    return _curve(base, pre, targets, params, ones, ones, config, steps)[0]
+# --- fine-tuning: `clashx.finetune` on the targets ------------------------------------------------
 
 
 def finetune_cube(
@@ -315,27 +270,12 @@ def finetune_cube(
 ) -> tuple[CubeSurrogate, dict]:
     """Fine-tune the cube surrogate on real impacts at fixed `params`, early-stopped by k-fold CV.
 
-    The rule of `clashx.finetune`: every fold trains from the pretrained
-    weights on the other folds (all folds at once under `jax.vmap`); the step
-    count with the lowest mean held-out loss, if it beats the pretrained model
-    by `config.min_gain`, is then run on all events.
+    `clashx.finetune` on the aligned-frame targets of the impacts (`impact_targets`):
+    the loss is `CubeSurrogate.example_loss` in the pretrained model's units.
 
     Returns:
         (model, report): the chosen step count, the CV losses and why.
     """
-    config = config or FinetuneConfig()
     pre = jnp.asarray(pre, jnp.float32)
     targets = _batch_targets(pre, jnp.asarray(post, jnp.float32))
-    params = jnp.asarray(params, jnp.float32)
-    config, fold_of = cv_folds(key, len(pre), config, what="impacts")
-    curves = np.asarray(_cv(model, pre, targets, params, fold_of, config))
-    mean = curves.mean(0)
-    steps, best, reason = choose_steps(curves, config)
-    tuned = _train(model, pre, targets, params, config, steps) if steps else model
-    return tuned, {
-        "steps": steps,
-        "reason": reason,
-        "cv_loss_pretrained": float(mean[0]),
-        "cv_loss_best": float(mean[best]),
-        "folds": config.folds,
-    }
+    return finetune(model, pre, targets, params, key=key, config=config, what="impacts")

@@ -12,6 +12,7 @@ beats the pretrained model, nothing changes, and the report says so.
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
 import equinox as eqx
 import jax
@@ -20,8 +21,7 @@ import numpy as np
 import optax
 
 from ..core._types import Array, Float, PRNGKeyArray
-from ..scenes import _geometry as geo
-from ..surrogate._surrogate import Surrogate
+from ..surrogate._base import AbstractSurrogate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,10 +60,9 @@ class FinetuneConfig:
             raise ValueError(f"fine-tuning scope {self.scope!r}: expected 'head', 'affine' or 'all'")
 
 
-def _weighted_loss(model: Surrogate, base: Surrogate, strikes, velocities, params, weights, pull: float, length: float):
-    w = jnp.array([1.0, 1.0, length])
-    pred = jax.vmap(model, in_axes=(0, None))(strikes, params)
-    per = jnp.sum(((pred - velocities) * w) ** 2, -1) / (jnp.sum((velocities * w) ** 2, -1) + 0.02**2)
+def _weighted_loss(model: AbstractSurrogate, base: AbstractSurrogate, inputs, outcomes, params, weights, pull: float):
+    """Weighted mean of the events' `example_loss` (in `base`'s units) plus an L2 pull toward `base`'s weights."""
+    per = jax.vmap(lambda x, y: model.example_loss(x, y, params, base))(inputs, outcomes)
     fit = jnp.sum(weights * per) / jnp.maximum(jnp.sum(weights), 1.0)
     diff = jax.tree.map(
         lambda a, b: jnp.sum((a - b) ** 2),
@@ -73,58 +72,40 @@ def _weighted_loss(model: Surrogate, base: Surrogate, strikes, velocities, param
     return fit + pull * sum(jax.tree.leaves(diff))
 
 
-def _trainable(model: Surrogate, scope: str):
-    """A filter spec (a pytree of bools) of the weights that fine-tuning moves."""
-    if scope == "all":
-        return jax.tree.map(eqx.is_inexact_array, model)
-    spec = jax.tree.map(lambda _: False, model)
-    if scope == "affine":
-        return eqx.tree_at(lambda m: (m.out_mean, m.out_std), spec, replace=(True, True))
-    last = lambda m: (m.mlp.layers[-1].weight, m.mlp.layers[-1].bias, m.out_mean, m.out_std)  # noqa: E731
-    return eqx.tree_at(last, spec, replace=(True,) * 4)
-
-
-def _train_curve(base, strikes, velocities, params, train_w, eval_w, config: FinetuneConfig, length: float):
+def _train_curve(base, inputs, outcomes, params, train_w, eval_w, config: FinetuneConfig, n_steps: int):
     """Train from `base` on `train_w`-weighted events; held-out loss on `eval_w` before each step and after the last."""
     opt = optax.adam(config.lr)
-    params_base, static = eqx.partition(base, _trainable(base, config.scope))
+    params_base, static = eqx.partition(base, base.trainable(config.scope))
 
     def eval_loss(p):
-        return _weighted_loss(eqx.combine(p, static), base, strikes, velocities, params, eval_w, 0.0, length)
+        return _weighted_loss(eqx.combine(p, static), base, inputs, outcomes, params, eval_w, 0.0)
+
+    def train_loss(p):
+        return _weighted_loss(eqx.combine(p, static), base, inputs, outcomes, params, train_w, config.pull)
 
     def body(carry, _):
         p, state = carry
         held = eval_loss(p)
-        g = jax.grad(
-            lambda q: _weighted_loss(
-                eqx.combine(q, static), base, strikes, velocities, params, train_w, config.pull, length
-            )
-        )(p)
-        upd, state = opt.update(g, state, p)
+        upd, state = opt.update(jax.grad(train_loss)(p), state, p)
         return (optax.apply_updates(p, upd), state), held
 
-    (p, _), curve = jax.lax.scan(body, (params_base, opt.init(params_base)), None, length=config.max_steps)
+    (p, _), curve = jax.lax.scan(body, (params_base, opt.init(params_base)), None, length=n_steps)
     return eqx.combine(p, static), jnp.append(curve, eval_loss(p))
 
 
 @eqx.filter_jit
-def _cv_curves(base, strikes, velocities, params, fold_of, config: FinetuneConfig, length: float):
-    folds = jnp.arange(config.folds)
-
+def _cv_curves(base, inputs, outcomes, params, fold_of, config: FinetuneConfig):
     def one(f):
         held = (fold_of == f).astype(jnp.float32)
-        _, curve = _train_curve(base, strikes, velocities, params, 1.0 - held, held, config, length)
-        return curve
+        return _train_curve(base, inputs, outcomes, params, 1.0 - held, held, config, config.max_steps)[1]
 
-    return jax.vmap(one)(folds)
+    return jax.vmap(one)(jnp.arange(config.folds))
 
 
 @eqx.filter_jit
-def _train_steps(base, strikes, velocities, params, n_steps, config: FinetuneConfig, length: float):
-    ones = jnp.ones(len(strikes))
-    cfg = dataclasses.replace(config, max_steps=n_steps)
-    model, curve = _train_curve(base, strikes, velocities, params, ones, ones, cfg, length)
-    return model, curve
+def _train_steps(base, inputs, outcomes, params, n_steps: int, config: FinetuneConfig):
+    ones = jnp.ones(jax.tree.leaves(inputs)[0].shape[0])
+    return _train_curve(base, inputs, outcomes, params, ones, ones, config, n_steps)
 
 
 def cv_folds(key: PRNGKeyArray, n: int, config: FinetuneConfig, *, what: str) -> tuple[FinetuneConfig, Array]:
@@ -171,23 +152,32 @@ def choose_steps(curves: np.ndarray, config: FinetuneConfig) -> tuple[int, int, 
     return best, best, reason
 
 
+SurrogateT = TypeVar("SurrogateT", bound=AbstractSurrogate)
+
+
 def finetune(
-    model: Surrogate,
-    strikes: Float[Array, "n 3"],
-    velocities: Float[Array, "n 3"],
+    model: SurrogateT,
+    inputs,
+    outcomes,
     params: Float[Array, "p"],
     *,
     key: PRNGKeyArray,
     config: FinetuneConfig | None = None,
-) -> tuple[Surrogate, dict]:
+    what: str = "events",
+) -> tuple[SurrogateT, dict]:
     """Fine-tune `model` on real events at fixed `params`, early-stopped by cross-validation.
 
+    Written once for every surrogate: the loss of an event is the model's
+    `example_loss`, in the pretrained model's units.
+
     Args:
-        model: the pretrained surrogate.
-        strikes, velocities: (n, 3) real events (n ≥ 2).
-        params: identified contact parameters (p,).
+        model: the pretrained surrogate (the strike's `Surrogate`, the cube's `CubeSurrogate`, ...).
+        inputs, outcomes: the n real events (n ≥ 2) as the model's `example_loss` takes them:
+            for the strike, strikes (n, 3) and post-impact velocities (n, 3).
+        params: identified parameters (p,).
         key: PRNG key of the fold assignment.
         config: step size, step budget, folds, pull.
+        what: what the events are called in messages.
 
     Returns:
         (fine-tuned model, report): the report gives the chosen number of steps,
@@ -195,15 +185,14 @@ def finetune(
         why it stopped.
     """
     config = config or FinetuneConfig()
-    strikes = jnp.asarray(strikes, jnp.float32)
-    velocities = jnp.asarray(velocities, jnp.float32)
+    inputs = jnp.asarray(inputs, jnp.float32)
+    outcomes = jnp.asarray(outcomes, jnp.float32)
     params = jnp.asarray(params, jnp.float32)
-    config, fold_of = cv_folds(key, len(strikes), config, what="events")
-    length = geo.characteristic_length(model.shape)
-    curves = np.asarray(_cv_curves(model, strikes, velocities, params, fold_of, config, length))
+    config, fold_of = cv_folds(key, len(inputs), config, what=what)
+    curves = np.asarray(_cv_curves(model, inputs, outcomes, params, fold_of, config))
     mean = curves.mean(0)
     steps, best, reason = choose_steps(curves, config)
-    tuned = model if steps == 0 else _train_steps(model, strikes, velocities, params, steps, config, length)[0]
+    tuned = model if steps == 0 else _train_steps(model, inputs, outcomes, params, steps, config)[0]
     report = {
         "steps": steps,
         "reason": reason,

@@ -30,11 +30,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core._types import Array, Float, PRNGKeyArray
+from ..events._metrics import VELOCITY_FLOOR, speed_residuals
 from ..scenes import _geometry as geo
 from ..surrogate._surrogate import Surrogate, predict, velocity_loss
 
 _Z_MAX = 5.0  # logits stay in [-5, 5] (unit 0.007 … 0.993): the sigmoid's slope must not vanish
-VELOCITY_FLOOR = 0.02  # m/s: as `velocity_loss`'s floor
 
 
 class IdentifyResult(eqx.Module):
@@ -65,10 +65,9 @@ def _velocity_residuals(model: Surrogate, params, strikes, velocities, robust: f
     Cauchy: an event whose relative error is e counts as c·√log(1 + e²/c²), c = `robust`,
     instead of e: about e for small errors, slowly growing for a bad label.
     """
-    w = jnp.array([1.0, 1.0, geo.characteristic_length(model.shape)])
-    scale = jnp.sqrt(jnp.sum((velocities * w) ** 2, -1, keepdims=True) + VELOCITY_FLOOR**2)
+    length = geo.characteristic_length(model.shape)
     n = strikes.shape[0]
-    r = (predict(model, strikes, params) - velocities) * w / scale
+    r = speed_residuals(predict(model, strikes, params), velocities, length, VELOCITY_FLOOR)
     if robust > 0:
         e2 = jnp.sum(r**2, -1, keepdims=True)
         shrink = jnp.sqrt(robust**2 * jnp.log1p(e2 / robust**2) / jnp.maximum(e2, 1e-12))

@@ -41,13 +41,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..baselines._baselines import as_float64
 from ..baselines._strike_sysid import read_tracks
+from ..core._mjx import as_float64
 from ..core._types import PRNGKeyArray
 from ..hybrid import _track_mjx as tm
 from ..scenes._strike import RELEASE_AFTER, StrikeSim
 from ..surrogate._surrogate import Surrogate
-from ._finetune import FinetuneConfig, _trainable, choose_steps, cv_folds
+from ._finetune import FinetuneConfig, choose_steps, cv_folds
 
 WINDOW = 0.3  # s after release fitted by default: the slide's first part, where the release velocity dominates
 
@@ -128,7 +128,7 @@ def finetune_on_tracks(
         p = jnp.asarray(params, jnp.float64)
         q = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), batch.query)
         poses, mask = jnp.asarray(batch.poses, jnp.float64), jnp.asarray(batch.mask)
-        w0, static = eqx.partition(base, _trainable(base, config.scope))
+        w0, static = eqx.partition(base, base.trainable(config.scope))
 
         def strike_loss(out, qi, rec, m):
             return tm.pose_loss(tm.track_from_release(sim64, out, p, qi, batch.n_steps), qi, rec, batch.noise, m)

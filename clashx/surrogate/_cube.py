@@ -47,6 +47,7 @@ from ..core._params import ParamSpace
 from ..core._types import Array, Float, PRNGKeyArray
 from ..scenes import _toss
 from ..scenes._spaces import cube_space
+from ._base import AbstractSurrogate
 
 MODEL_FILE = "cube_surrogate.eqx"
 META_FILE = "cube_surrogate.json"
@@ -129,7 +130,7 @@ def post_from_targets(pre: Float[Array, "13"], y: Float[Array, "12"]) -> Float[A
     return jnp.concatenate([q_post, pre[4:7] + rz @ y[0:3], w_body, rz @ y[3:6]])
 
 
-class CubeSurrogate(eqx.Module):
+class CubeSurrogate(AbstractSurrogate):
     """State after the impact window of one cube-table impact under given contact parameters.
 
     Call as `model(pre_state, params)`: pre_state (13,) at first contact in
@@ -159,6 +160,17 @@ class CubeSurrogate(eqx.Module):
 
     def __call__(self, pre: Float[Array, "13"], params: Float[Array, "p"]) -> Float[Array, "13"]:
         return post_from_targets(pre, self.targets(pre, params))
+
+    def example_loss(
+        self, pre: Float[Array, "13"], targets: Float[Array, "12"], params: Float[Array, "p"], reference=None
+    ) -> Float[Array, ""]:
+        """Mean squared error of the aligned-frame targets in units of `reference.out_std` (default: own).
+
+        Fine-tuning passes the pretrained model as `reference`: were the scale the
+        trained model's own, growing `out_std` would shrink the loss without improving a prediction.
+        """
+        scale = (self if reference is None else reference).out_std
+        return jnp.mean(((self.targets(pre, params) - targets) / scale) ** 2)
 
 
 def make_cube_surrogate(

@@ -37,8 +37,10 @@ import jax.numpy as jnp
 from ..core._io import check_space, load_model_leaves, read_model_meta, save_model
 from ..core._params import ParamSpace
 from ..core._types import Array, Float, PRNGKeyArray
+from ..events._metrics import VELOCITY_FLOOR, speed_residuals
 from ..scenes import _geometry as geo
 from ..scenes._spaces import strike_space
+from ._base import AbstractSurrogate
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more
 N_OUT = 6  # velocity at release (3) and displacement over the window (3)
@@ -53,7 +55,7 @@ _V_MID = 0.5 * sum(geo.STRIKE_RANGES["v_pre"])
 _V_HALF = 0.5 * (geo.STRIKE_RANGES["v_pre"][1] - geo.STRIKE_RANGES["v_pre"][0])
 
 
-class Surrogate(eqx.Module):
+class Surrogate(AbstractSurrogate):
     """Post-impact velocity (vx, vy, ωz; block frame) of one strike under given parameters.
 
     Call as `model(strike, params)`: strike (θ, θ1, v_pre) in rad, rad, m/s;
@@ -89,6 +91,13 @@ class Surrogate(eqx.Module):
 
     def __call__(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "3"]:
         return self.release(strike, params)[:3]
+
+    def example_loss(
+        self, strike: Float[Array, "3"], velocity: Float[Array, "3"], params: Float[Array, "p"], reference=None
+    ) -> Float[Array, ""]:
+        """Squared relative speed-vector error of one real strike's velocity (`speed_residuals`, floored)."""
+        r = speed_residuals(self(strike, params), velocity, geo.characteristic_length(self.shape), VELOCITY_FLOOR)
+        return jnp.sum(r**2)
 
 
 def make_surrogate(
@@ -223,7 +232,7 @@ def load_surrogate(
 
 
 def velocity_loss(
-    pred: Float[Array, "n 3"], true: Float[Array, "n 3"], length: float, floor: float = 0.02
+    pred: Float[Array, "n 3"], true: Float[Array, "n 3"], length: float, floor: float = VELOCITY_FLOOR
 ) -> Float[Array, ""]:
     """Mean squared relative error of the speed vectors (the α-accuracy metric's quantity, squared).
 
@@ -231,10 +240,7 @@ def velocity_loss(
     `length` is the shape's `characteristic_length` (m); `floor` (m/s) keeps
     events with a near-still block from dominating.
     """
-    w = jnp.array([1.0, 1.0, length])
-    du = (pred - true) * w
-    u = true * w
-    return jnp.mean(jnp.sum(du**2, -1) / (jnp.sum(u**2, -1) + floor**2))
+    return jnp.mean(jnp.sum(speed_residuals(pred, true, length, floor) ** 2, -1))
 
 
 DISPLACEMENT_FLOOR = 4e-4  # m: the window's displacement of a block at velocity_loss's 0.02 m/s floor
@@ -250,11 +256,9 @@ def release_loss(
     with their velocity only.
     """
     vel = velocity_loss(pred[:, :3], true[:, :3], length)
-    w = jnp.array([1.0, 1.0, length])
     known = jnp.all(jnp.isfinite(true[:, 3:]), -1)
-    d_true = jnp.where(known[:, None], true[:, 3:], 0.0) * w
-    dd = (pred[:, 3:] * w - d_true) ** 2
-    per = jnp.sum(dd, -1) / (jnp.sum(d_true**2, -1) + DISPLACEMENT_FLOOR**2)
+    d_true = jnp.where(known[:, None], true[:, 3:], 0.0)
+    per = jnp.sum(speed_residuals(pred[:, 3:], d_true, length, DISPLACEMENT_FLOOR) ** 2, -1)
     disp = jnp.sum(jnp.where(known, per, 0.0)) / jnp.maximum(jnp.sum(known), 1)
     return vel + displacement_weight * disp
 

@@ -1,0 +1,53 @@
+"""What every learned impact handler is: an MLP on features of (pre-impact input, parameters), affine outputs.
+
+The learning stack (`clashx.learn`: pretraining, identification, fine-tuning) is
+written once against this interface; the strike's `Surrogate` and the cube's
+`CubeSurrogate` are its instances.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+import jax
+
+from ..core._params import ParamSpace
+from ..core._types import Array, Float
+
+
+class AbstractSurrogate(eqx.Module):
+    """A parameter-conditioned impact surrogate.
+
+    Concrete surrogates hold an `eqx.nn.MLP` whose output is de-normalised by
+    `out_mean + out_std * y`, the `ParamSpace` they are conditioned on, and say
+    how far one prediction is from one observed impact (`example_loss`).
+    """
+
+    mlp: eqx.AbstractVar[eqx.nn.MLP]
+    out_mean: eqx.AbstractVar[Float[Array, " k"]]
+    out_std: eqx.AbstractVar[Float[Array, " k"]]
+    space: eqx.AbstractVar[ParamSpace]
+
+    @abc.abstractmethod
+    def example_loss(self, x, y, params: Float[Array, " p"], reference=None) -> Float[Array, ""]:
+        """The loss of one observed impact: input `x`, observed outcome `y`, parameters `params` (p,).
+
+        `reference` is the model whose fixed scales define the loss's units (fine-tuning
+        passes the pretrained model); None: this model's own.
+        """
+
+    def trainable(self, scope: str):
+        """A filter spec (a pytree of bools) of the weights fine-tuning moves.
+
+        Args:
+            scope: "all" (every weight), "affine" (the output normalisers: a per-component
+                gain and offset) or "head" (the MLP's last layer and the normalisers).
+        """
+        if scope == "all":
+            return jax.tree.map(eqx.is_inexact_array, self)
+        spec = jax.tree.map(lambda _: False, self)
+        if scope == "affine":
+            return eqx.tree_at(lambda m: (m.out_mean, m.out_std), spec, replace=(True, True))
+        last = lambda m: (m.mlp.layers[-1].weight, m.mlp.layers[-1].bias, m.out_mean, m.out_std)  # noqa: E731
+        return eqx.tree_at(last, spec, replace=(True,) * 4)
