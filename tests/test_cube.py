@@ -183,7 +183,7 @@ def test_identify_recovers_parameters_of_surrogate_data(surrogate):
     pre = np.asarray(jax.vmap(lambda s: T.free_flight(s, R.flight_time(s)))(jnp.asarray(states, jnp.float32)))
     truth = np.array([0.3, 0.01, 0.6])
     post = np.asarray(jax.vmap(surrogate, in_axes=(0, None))(jnp.asarray(pre), jnp.asarray(truth, jnp.float32)))
-    got, loss = L.identify_cube(surrogate, pre, post, key=jax.random.key(0), n_starts=8, steps=200)
+    got, loss = L.identify_cube(surrogate, pre, post, key=jax.random.key(0), n_starts=8)
     du = np.abs(
         np.asarray(surrogate.space.to_unit(jnp.asarray(got))) - np.asarray(surrogate.space.to_unit(jnp.asarray(truth)))
     )
@@ -247,3 +247,31 @@ def test_sysid_recovers_friction(sim):
     r0 = np.asarray(F.trajectory_residuals(F.rollout_c(sim, states, np.asarray(start), 60), *F.pad_tracks(tracks)))
     assert cost < 0.1 * float(r0 @ r0)
     assert abs(got[0] - truth[0]) < SYSID_REL_TOL * truth[0]
+
+
+# --- pretraining through the shared loop -----------------------------------------------------------------
+
+
+def test_pretrain_cube_learns_and_a_killed_run_resumes_to_the_same_weights(tmp_path):
+    """`pretrain_cube` goes through the strike's `train_epochs`: its loss falls, and a run killed after one
+    epoch, started again, ends with the weights of the uninterrupted run."""
+    import clashx
+
+    data = tmp_path / "tosses.npz"
+    clashx.generate(clashx.GenerateConfig(scene="cube-toss", n=96, seed=1, engine="c", out=str(data), chunk_size=96))
+    cfg = dict(data=str(data), epochs=3, batch_size=16, width=16, depth=1, val_fraction=0.2)
+    whole, result = L.pretrain_cube(L.CubePretrainConfig(out=str(tmp_path / "whole"), **cfg))
+    losses = [h["train_loss"] for h in result["history"]]
+    assert losses[-1] < losses[0], losses
+
+    def die_after_first(done, total, metrics):
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        L.pretrain_cube(L.CubePretrainConfig(out=str(tmp_path / "killed"), **cfg), progress=die_after_first)
+    news = []
+    again, _ = L.pretrain_cube(L.CubePretrainConfig(out=str(tmp_path / "killed"), **cfg), report=news.append)
+    assert any("resuming at epoch 2" in line for line in news), news
+    for a, b in zip(jax.tree.leaves(eqx.filter(whole, eqx.is_array)), jax.tree.leaves(eqx.filter(again, eqx.is_array))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)

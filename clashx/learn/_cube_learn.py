@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Callable
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from ..core._params import ParamSpace
 from ..core._types import Array, Float, PRNGKeyArray
@@ -27,7 +25,8 @@ from ..events._events import load_events
 from ..scenes import _toss
 from ..surrogate._cube import CubeSurrogate, impact_targets, make_cube_surrogate, save_cube_surrogate
 from ._finetune import FinetuneConfig, finetune
-from ._pretrain import _split
+from ._identify import identify
+from ._train import split_indices, train_epochs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,9 +136,15 @@ def target_errors(model: CubeSurrogate, pre, params, targets) -> dict:
 
 
 def pretrain_cube(
-    config: CubePretrainConfig, *, progress: Callable[[int, int, dict], None] | None = None
+    config: CubePretrainConfig,
+    *,
+    progress: Callable[[int, int, dict], None] | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> tuple[CubeSurrogate, dict]:
-    """Train a cube surrogate on `config.data` and save it in `config.out`.
+    """Train a cube surrogate on `config.data` and save it in `config.out`; a killed run resumes from its last epoch.
+
+    The loop is `train_epochs`, the strike's too; the target normalisers stay at the
+    training set's statistics and the loss is `normalised_loss` in their units.
 
     Returns:
         (model, metrics): validation errors (`target_errors`, normalised loss) and the loss history.
@@ -148,7 +153,7 @@ def pretrain_cube(
     targets = np.asarray(_batch_targets(jnp.asarray(pre), jnp.asarray(post)))
     key = jax.random.PRNGKey(config.seed)
     k_split, k_init, k_shuffle = jax.random.split(key, 3)
-    train, val = _split(len(pre), config.val_fraction, k_split)
+    train, val = split_indices(len(pre), config.val_fraction, k_split)
     model = make_cube_surrogate(
         key=k_init,
         space=space,
@@ -159,74 +164,45 @@ def pretrain_cube(
     )
     x_tr, p_tr, y_tr = (jnp.asarray(a[train], jnp.float32) for a in (pre, params, targets))
     x_va, p_va, y_va = (jnp.asarray(a[val], jnp.float32) for a in (pre, params, targets))
-    n = len(train)
-    steps_per_epoch = max(1, n // config.batch_size)
-    schedule = optax.cosine_decay_schedule(config.lr, steps_per_epoch * config.epochs, alpha=0.01)
-    opt = optax.adamw(schedule, weight_decay=config.weight_decay)
     scale = model.out_std
     # the MLP's weights train; the target normalisers stay at the training set's statistics
     spec = eqx.tree_at(
         lambda m: (m.out_mean, m.out_std), jax.tree.map(eqx.is_inexact_array, model), replace=(False, False)
     )
-    opt_state = opt.init(eqx.filter(model, spec))
-
-    @eqx.filter_jit
-    def epoch_fn(model, opt_state, perm):
-        weights, static = eqx.partition(model, spec)
-
-        def step(carry, idx):
-            weights, opt_state = carry
-            loss_fn = lambda w: normalised_loss(eqx.combine(w, static), x_tr[idx], p_tr[idx], y_tr[idx], scale)  # noqa: E731
-            loss, grads = jax.value_and_grad(loss_fn)(weights)
-            updates, opt_state = opt.update(grads, opt_state, weights)
-            return (optax.apply_updates(weights, updates), opt_state), loss
-
-        idx = perm[: steps_per_epoch * config.batch_size].reshape(steps_per_epoch, config.batch_size)
-        (weights, opt_state), losses = jax.lax.scan(step, (weights, opt_state), idx)
-        return eqx.combine(weights, static), opt_state, jnp.mean(losses)
-
     val_loss = eqx.filter_jit(normalised_loss)
-    history, t0 = [], time.perf_counter()
-    for epoch in range(config.epochs):
-        perm = jax.random.permutation(jax.random.fold_in(k_shuffle, epoch), n)
-        model, opt_state, loss = epoch_fn(model, opt_state, perm)
-        metrics = {
-            "epoch": epoch + 1,
-            "train_loss": float(loss),
-            "val_loss": float(val_loss(model, x_va, p_va, y_va, scale)),
-        }
-        metrics["elapsed_s"] = time.perf_counter() - t0
-        history.append(metrics)
-        if progress is not None:
-            progress(epoch + 1, config.epochs, metrics)
+    model, history = train_epochs(
+        model,
+        lambda m, b: normalised_loss(m, b[0], b[1], b[2], scale),
+        (x_tr, p_tr, y_tr),
+        key=k_shuffle,
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        trainable=spec,
+        evaluate=lambda m: {"val_loss": float(val_loss(m, x_va, p_va, y_va, scale))},
+        run=config.out,
+        run_config=_json_config(config),
+        flags=CUBE_FLAGS,
+        progress=progress,
+        report=report,
+    )
     final = target_errors(model, pre[val], params[val], targets[val]) | {"val_loss": history[-1]["val_loss"]}
-    result = {"validation": final, "n_train": int(n), "n_val": int(len(val)), "history": history}
-    save_cube_surrogate(config.out, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
+    result = {"validation": final, "n_train": int(len(train)), "n_val": int(len(val)), "history": history}
+    save_cube_surrogate(config.out, model, extra={"pretrain": _json_config(config), "validation": final})
     return model, result
 
 
-# --- identification through the frozen surrogate ------------------------------------------------------
+def _json_config(config: CubePretrainConfig) -> dict:
+    """The config as JSON has it (a tuple of data files becomes a list), so a resumed run compares equal."""
+    return json.loads(json.dumps(dataclasses.asdict(config)))
 
 
-@eqx.filter_jit
-def _search(model: CubeSurrogate, pre, targets, z0, lr: float, steps: int):
-    opt = optax.adam(lr)
+# The option that sets each CubePretrainConfig field (`bench/cube_pretrain.py`), for naming what differs on resume.
+CUBE_FLAGS = {k: "--" + k.replace("_", "-") for k in CubePretrainConfig.__dataclass_fields__}
 
-    def loss_z(z):
-        p = model.space.from_unit(jax.nn.sigmoid(z))
-        return normalised_loss(model, pre, jnp.broadcast_to(p, (len(pre), p.shape[0])), targets, model.out_std)
 
-    def one_start(z):
-        def body(carry, _):
-            z, state = carry
-            g = jax.grad(loss_z)(z)
-            upd, state = opt.update(g, state)
-            return (optax.apply_updates(z, upd), state), None
-
-        (z, _), _ = jax.lax.scan(body, (z, opt.init(z)), None, length=steps)
-        return z, loss_z(z)
-
-    return jax.vmap(one_start)(z0)
+# --- identification: `clashx.identify` on the targets ----------------------------------------------
 
 
 def identify_cube(
@@ -235,25 +211,22 @@ def identify_cube(
     post: Float[Array, "n 13"],
     *,
     key: PRNGKeyArray,
-    n_starts: int = 32,
-    steps: int = 300,
-    lr: float = 0.05,
+    n_starts: int = 16,
+    iterations: int = 40,
 ) -> tuple[np.ndarray, float]:
-    """Contact parameters that make the frozen surrogate reproduce observed impacts (multi-start Adam).
+    """Contact parameters that make the frozen surrogate reproduce observed impacts.
 
-    As `clashx.identify` for the strike: logits z of the prior's unit cube
-    (every iterate inside the prior), `n_starts` uniform starts under one
-    `jax.vmap`, the lowest final `normalised_loss` wins.
+    `clashx.identify` on the aligned-frame targets of the impacts (`impact_targets`):
+    multistart Levenberg-Marquardt in logits of the prior's unit cube, flat prior,
+    the residuals `CubeSurrogate.example_residuals`.
 
     Returns:
-        (params (p,) in physical units, their loss).
+        (params (p,) in physical units, their loss: the mean squared normalised target error).
     """
     pre = jnp.asarray(pre, jnp.float32)
     targets = _batch_targets(pre, jnp.asarray(post, jnp.float32))
-    u0 = jax.random.uniform(key, (n_starts, model.space.size), minval=0.02, maxval=0.98)
-    z, losses = _search(model, pre, targets, jnp.log(u0) - jnp.log1p(-u0), lr, steps)
-    best = int(jnp.argmin(losses))
-    return np.asarray(model.space.from_unit(jax.nn.sigmoid(z[best])), np.float64), float(losses[best])
+    res = identify(model, pre, targets, key=key, n_starts=n_starts, iterations=iterations)
+    return np.asarray(res.params, np.float64), float(res.loss)
 
 
 # --- fine-tuning: `clashx.finetune` on the targets ------------------------------------------------

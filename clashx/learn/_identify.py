@@ -1,7 +1,8 @@
 """Identifying parameters from a few real collisions through the frozen surrogate (CLASH step 2).
 
 The surrogate's weights stay fixed; the parameters are found by
-Levenberg-Marquardt on the residuals of the observed post-impact velocities,
+Levenberg-Marquardt on the residuals of the observed impacts (the surrogate's
+`example_residuals`: for the strike, the post-impact velocities' relative errors),
 in logits z of the prior's unit cube (params = from_unit(sigmoid(z)), so
 every iterate stays inside the prior).  Many starts run at once under one
 `jax.vmap` and the best final loss wins; the whole search is one jitted
@@ -30,8 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core._types import Array, Float, PRNGKeyArray
-from ..events._metrics import VELOCITY_FLOOR, speed_residuals
 from ..scenes import _geometry as geo
+from ..surrogate._base import AbstractSurrogate
 from ..surrogate._surrogate import Surrogate, predict, velocity_loss
 
 _Z_MAX = 5.0  # logits stay in [-5, 5] (unit 0.007 … 0.993): the sigmoid's slope must not vanish
@@ -59,15 +60,14 @@ def fit_loss(model: Surrogate, params, strikes, velocities) -> Float[Array, ""]:
     return velocity_loss(predict(model, strikes, params), velocities, geo.characteristic_length(model.shape))
 
 
-def _velocity_residuals(model: Surrogate, params, strikes, velocities, robust: float = 0.0):
-    """Relative speed-vector residuals (n·3,) / √n; with `robust` > 0 each event's Cauchy-shrunk.
+def _event_residuals(model: AbstractSurrogate, params, inputs, outcomes, robust: float = 0.0):
+    """The events' `example_residuals` (n·k,) / √n; with `robust` > 0 each event's Cauchy-shrunk.
 
-    Cauchy: an event whose relative error is e counts as c·√log(1 + e²/c²), c = `robust`,
+    Cauchy: an event whose residual norm is e counts as c·√log(1 + e²/c²), c = `robust`,
     instead of e: about e for small errors, slowly growing for a bad label.
     """
-    length = geo.characteristic_length(model.shape)
-    n = strikes.shape[0]
-    r = speed_residuals(predict(model, strikes, params), velocities, length, VELOCITY_FLOOR)
+    n = jax.tree.leaves(inputs)[0].shape[0]
+    r = jax.vmap(lambda x, y: model.example_residuals(x, y, params))(inputs, outcomes)
     if robust > 0:
         e2 = jnp.sum(r**2, -1, keepdims=True)
         shrink = jnp.sqrt(robust**2 * jnp.log1p(e2 / robust**2) / jnp.maximum(e2, 1e-12))
@@ -78,9 +78,9 @@ def _velocity_residuals(model: Surrogate, params, strikes, velocities, robust: f
 class _Problem(eqx.Module):
     """The residual function of one identification: which columns move, around what, with what prior."""
 
-    model: Surrogate
-    strikes: Float[Array, "n 3"]
-    velocities: Float[Array, "n 3"]
+    model: AbstractSurrogate
+    inputs: Array  # (n, ...): the events as the model's `example_residuals` takes them
+    outcomes: Array
     base_u: Float[Array, "p"]
     free: tuple[int, ...] = eqx.field(static=True)
     prior_w: Float[Array, "k"]  # 1 / (σ √n) per free parameter; 0: flat
@@ -91,7 +91,7 @@ class _Problem(eqx.Module):
         return self.model.space.from_unit(u)
 
     def residuals(self, z):
-        fit = _velocity_residuals(self.model, self.params(z), self.strikes, self.velocities, self.robust)
+        fit = _event_residuals(self.model, self.params(z), self.inputs, self.outcomes, self.robust)
         prior = (jax.nn.sigmoid(z) - self.base_u[jnp.asarray(self.free)]) * self.prior_w
         return jnp.concatenate([fit, prior])
 
@@ -105,7 +105,7 @@ def _lm(problem: _Problem, z0, iterations: int):
     from the best again.  The first trial is the start itself.
     """
     k = z0.size
-    r_size = problem.strikes.shape[0] * 3 + k
+    r_size = jax.eval_shape(problem.residuals, z0).shape[0]
 
     def body(carry, _):
         z_try, z, r, jac, lam = carry
@@ -147,8 +147,8 @@ def _uncertainty(problem: _Problem, z, r, jac) -> np.ndarray:
     dp_dz = dp_du * u * (1.0 - u)
     jac = np.asarray(jac, np.float64) / np.where(dp_dz == 0, 1e-300, dp_dz)
     r = np.asarray(r, np.float64)
-    n_fit = problem.strikes.shape[0] * 3
-    n = problem.strikes.shape[0]
+    n = problem.inputs.shape[0]
+    n_fit = r.size - len(free)
     dof = max(n_fit - z.size, 1)
     sigma2 = max(float(np.sum(r[:n_fit] ** 2)) * n / dof, 1.0 / n)
     cov = sigma2 * np.linalg.pinv(jac.T @ jac)
@@ -158,9 +158,9 @@ def _uncertainty(problem: _Problem, z, r, jac) -> np.ndarray:
 
 
 def identify(
-    model: Surrogate,
-    strikes: Float[Array, "n 3"],
-    velocities: Float[Array, "n 3"],
+    model: AbstractSurrogate,
+    inputs,
+    outcomes,
     *,
     key: PRNGKeyArray,
     n_starts: int = 16,
@@ -172,10 +172,14 @@ def identify(
 ) -> IdentifyResult:
     """Find the parameters that make the surrogate reproduce observed collisions.
 
+    Written once for every surrogate: the residuals of an event are the model's `example_residuals`.
+
     Args:
         model: a pretrained surrogate (weights frozen).
-        strikes: (n, 3) strikes (θ, θ1, v_pre) of the observed events.
-        velocities: (n, 3) observed post-impact velocities (vx, vy, ωz), block frame.
+        inputs, outcomes: the n observed events as the model's `example_residuals` takes them;
+            for the strike, strikes (θ, θ1, v_pre) (n, 3) and post-impact velocities
+            (vx, vy, ωz; block frame) (n, 3); for the cube, pre-impact states (n, 13) and
+            aligned-frame targets (n, 12).
         key: PRNG key of the starting points (the first start is `base`, the
             others uniform over the middle 90 % of the prior).
         n_starts: starts optimised together under `jax.vmap`.
@@ -201,22 +205,22 @@ def identify(
     names = tuple(free) if free is not None else space.names
     cols = tuple(space.index(n) for n in names)
     base = np.asarray(space.vector() if base is None else base, np.float64)
-    strikes, velocities = jnp.asarray(strikes, jnp.float32), jnp.asarray(velocities, jnp.float32)
-    n = strikes.shape[0]
+    inputs, outcomes = jnp.asarray(inputs, jnp.float32), jnp.asarray(outcomes, jnp.float32)
+    n = inputs.shape[0]
     prior_std = prior_std or {}
     unknown = sorted(set(prior_std) - set(space.names))
     if unknown:
         raise ValueError(f"prior_std names {unknown}; the space has {', '.join(space.names)}")
     prior_w = np.array([1.0 / (prior_std[nm] * np.sqrt(n)) if nm in prior_std else 0.0 for nm in names])
     base_u = jnp.asarray(np.clip(np.asarray(space.to_unit(jnp.asarray(base))), 0.0, 1.0), jnp.float32)
-    problem = _Problem(model, strikes, velocities, base_u, cols, jnp.asarray(prior_w, jnp.float32), robust)
+    problem = _Problem(model, inputs, outcomes, base_u, cols, jnp.asarray(prior_w, jnp.float32), robust)
     u_base = jnp.clip(base_u[jnp.asarray(cols)], 0.01, 0.99)[None]
     u_rand = jax.random.uniform(key, (n_starts - 1, len(cols)), minval=0.05, maxval=0.95)
     u0 = jnp.concatenate([u_base, u_rand])
     z, costs, r, jac = _search(problem, jnp.log(u0) - jnp.log1p(-u0), iterations)
     best = int(jnp.argmin(jnp.where(jnp.isfinite(costs), costs, jnp.inf)))
     params = problem.params(z[best])
-    fit_rows = n * 3  # the residuals' fit part is √(loss) per event, scaled by 1/√n
+    fit_rows = r.shape[1] - len(cols)  # the residuals' fit part is √(loss) per event, scaled by 1/√n
     return IdentifyResult(
         params=params,
         std=jnp.asarray(_uncertainty(problem, z[best], r[best], jac[best])),

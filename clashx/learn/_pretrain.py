@@ -16,7 +16,6 @@ event is also used as its mirror image (`clashx.surrogate._surrogate.mirror`).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable
 
@@ -24,15 +23,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
-from ..core._io import describe_changes, load_model_leaves, write_json
+from ..core._io import write_json
 from ..core._params import ParamSpace
-from ..core._shard import shard_batch
 from ..events import _metrics
 from ..events._events import load_events
 from ..scenes import _geometry as geo
 from ..surrogate._surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
+from ._train import split_indices, train_epochs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,12 +88,6 @@ def load_training_events(path: str) -> tuple[str, ParamSpace, np.ndarray, np.nda
     return str(ev["shape"]), space, ev["strike"][keep], ev["params"][keep], outcome
 
 
-def _split(n: int, fraction: float, key) -> tuple[np.ndarray, np.ndarray]:
-    perm = np.asarray(jax.random.permutation(key, n))
-    n_val = max(1, int(round(n * fraction)))
-    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
-
-
 def validation_report(model: Surrogate, strikes, params, outcomes) -> dict:
     """α-accuracy (0.05, 0.1, 0.2) and median relative error of `model`'s velocities against simulated events.
 
@@ -123,31 +115,8 @@ def _release_batched(model, strikes, params):
     return jax.vmap(model.release)(strikes, params)
 
 
-def _optimizer(config: PretrainConfig, steps_total: int) -> optax.GradientTransformation:
-    schedule = optax.cosine_decay_schedule(config.lr, steps_total, alpha=0.01)
-    return optax.adamw(schedule, weight_decay=config.weight_decay)
-
-
 # The flag that sets each PretrainConfig field, for naming what differs from an interrupted run.
 FLAGS = {k: "--" + k.replace("_", "-") for k in PretrainConfig.__dataclass_fields__}
-
-
-def _resume(run: str, ckpt_meta: str, cfg_json: dict, like) -> tuple:
-    """(model, opt_state, epochs done, history) of the interrupted run in `run`, checked against `cfg_json`."""
-    fix = f"delete {ckpt_meta} (and {run}/checkpoint-*.eqx) to start over, or choose another --out"
-    try:
-        with open(ckpt_meta) as f:
-            saved = json.load(f)
-        old, weights, epoch, history = saved["config"], saved["weights"], saved["epoch"], saved["history"]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
-        raise ValueError(f"{ckpt_meta}: damaged; {fix}") from None
-    if old != cfg_json:
-        raise ValueError(
-            f"{run} holds a training run with other settings: {describe_changes(old, cfg_json, FLAGS)}. "
-            "Rerun with that run's flags to resume it, or choose another --out"
-        )
-    model, opt_state = load_model_leaves(run, weights, "checkpoint.json", lambda: like, fix)
-    return model, opt_state, epoch, history
 
 
 def pretrain(
@@ -169,7 +138,7 @@ def pretrain(
     shape, space, strikes, params, vel = load_training_events(config.data)
     key = jax.random.PRNGKey(config.seed)
     k_split, k_init, k_shuffle = jax.random.split(key, 3)
-    train, val = _split(len(strikes), config.val_fraction, k_split)
+    train, val = split_indices(len(strikes), config.val_fraction, k_split)
     s_m, v_m, p_m = mirror(strikes[train], vel[train], params[train], space)
     s_tr = jnp.concatenate([jnp.asarray(strikes[train]), s_m])
     v_tr = jnp.concatenate([jnp.asarray(vel[train]), v_m])
@@ -180,55 +149,20 @@ def pretrain(
         out_mean=jnp.mean(ratio, 0), out_std=jnp.std(ratio, 0) + 1e-6,
     )  # fmt: skip
     length = geo.characteristic_length(shape)
-    n = len(s_tr)
-    steps_per_epoch = max(1, n // config.batch_size)
-    opt = _optimizer(config, steps_per_epoch * config.epochs)
-    opt_state = opt.init(eqx.filter(model, eqx.is_inexact_array))
-    start_epoch, history = 0, []
+
+    def batch_loss(m, batch):
+        s, p, v = batch
+        return release_loss(jax.vmap(m.release)(s, p), v, length)
+
+    def evaluate(m):
+        return {"val_" + k: v for k, v in validation_report(m, strikes[val], params[val], vel[val]).items()}
 
     run = config.out
-    os.makedirs(run, exist_ok=True)
-    ckpt_meta = os.path.join(run, "checkpoint.json")
-    cfg_json = dataclasses.asdict(config)
-    if os.path.exists(ckpt_meta):
-        model, opt_state, start_epoch, history = _resume(run, ckpt_meta, cfg_json, (model, opt_state))
-        if report is not None and start_epoch < config.epochs:
-            report(f"{run}: resuming at epoch {start_epoch + 1} of {config.epochs} ({start_epoch} done)")
-        elif report is not None:
-            report(f"{run}: all {config.epochs} epochs were done; writing the model")
-
-    @eqx.filter_jit
-    def step(model, opt_state, s, p, v):
-        def loss_fn(m):
-            return release_loss(jax.vmap(m.release)(s, p), v, length)
-
-        loss, grads = eqx.filter_value_and_grad(loss_fn)(model)
-        updates, opt_state = opt.update(grads, opt_state, eqx.filter(model, eqx.is_inexact_array))
-        return eqx.apply_updates(model, updates), opt_state, loss
-
-    for epoch in range(start_epoch, config.epochs):
-        perm = jax.random.permutation(jax.random.fold_in(k_shuffle, epoch), n)
-        losses = []
-        for i in range(steps_per_epoch):
-            idx = perm[i * config.batch_size : (i + 1) * config.batch_size]
-            batch = shard_batch((s_tr[idx], p_tr[idx], v_tr[idx]))  # data-parallel over local devices
-            model, opt_state, loss = step(model, opt_state, *batch)
-            losses.append(loss)
-        metrics = {"epoch": epoch + 1, "train_loss": float(jnp.mean(jnp.stack(losses)))}
-        metrics |= {"val_" + k: v for k, v in validation_report(model, strikes[val], params[val], vel[val]).items()}
-        history.append(metrics)
-        # weights under a new name first, then the JSON that points to them: a kill at any
-        # moment leaves a JSON naming a complete weights file of the same epoch
-        weights = f"checkpoint-{epoch + 1:04d}.eqx"
-        eqx.tree_serialise_leaves(os.path.join(run, weights + ".tmp"), (model, opt_state))
-        os.replace(os.path.join(run, weights + ".tmp"), os.path.join(run, weights))
-        write_json(ckpt_meta, {"config": cfg_json, "epoch": epoch + 1, "weights": weights, "history": history})
-        for old in os.listdir(run):
-            if old.startswith("checkpoint-") and old.endswith(".eqx") and old != weights:
-                os.remove(os.path.join(run, old))
-        if progress is not None:
-            progress(epoch + 1, config.epochs, metrics)
-
+    model, history = train_epochs(
+        model, batch_loss, (s_tr, p_tr, v_tr), key=k_shuffle, epochs=config.epochs, batch_size=config.batch_size,
+        lr=config.lr, weight_decay=config.weight_decay, evaluate=evaluate, run=run,
+        run_config=dataclasses.asdict(config), flags=FLAGS, progress=progress, report=report,
+    )  # fmt: skip
     final = validation_report(model, strikes[val], params[val], vel[val])
     result = {"validation": final, "n_train_events": int(len(train)), "n_val_events": int(len(val)), "history": history}
     save_surrogate(run, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})

@@ -11,6 +11,7 @@ import abc
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 
 from ..core._params import ParamSpace
 from ..core._types import Array, Float
@@ -30,12 +31,17 @@ class AbstractSurrogate(eqx.Module):
     space: eqx.AbstractVar[ParamSpace]
 
     @abc.abstractmethod
-    def example_loss(self, x, y, params: Float[Array, " p"], reference=None) -> Float[Array, ""]:
-        """The loss of one observed impact: input `x`, observed outcome `y`, parameters `params` (p,).
+    def example_residuals(self, x, y, params: Float[Array, " p"], reference=None) -> Float[Array, " k"]:
+        """The residual vector of one observed impact: input `x`, observed outcome `y`, parameters (p,).
 
-        `reference` is the model whose fixed scales define the loss's units (fine-tuning
-        passes the pretrained model); None: this model's own.
+        Identification (Levenberg-Marquardt) works on these; `example_loss` is their
+        squared norm.  `reference` is the model whose fixed scales define the units
+        (fine-tuning passes the pretrained model); None: this model's own.
         """
+
+    def example_loss(self, x, y, params: Float[Array, " p"], reference=None) -> Float[Array, ""]:
+        """The loss of one observed impact: the squared norm of `example_residuals`."""
+        return jnp.sum(self.example_residuals(x, y, params, reference) ** 2)
 
     def trainable(self, scope: str):
         """A filter spec (a pytree of bools) of the weights fine-tuning moves.

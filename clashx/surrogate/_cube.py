@@ -161,16 +161,17 @@ class CubeSurrogate(AbstractSurrogate):
     def __call__(self, pre: Float[Array, "13"], params: Float[Array, "p"]) -> Float[Array, "13"]:
         return post_from_targets(pre, self.targets(pre, params))
 
-    def example_loss(
+    def example_residuals(
         self, pre: Float[Array, "13"], targets: Float[Array, "12"], params: Float[Array, "p"], reference=None
-    ) -> Float[Array, ""]:
-        """Mean squared error of the aligned-frame targets in units of `reference.out_std` (default: own).
+    ) -> Float[Array, "12"]:
+        """Errors of the aligned-frame targets in units of `reference.out_std` (default: own), / √12.
 
-        Fine-tuning passes the pretrained model as `reference`: were the scale the
-        trained model's own, growing `out_std` would shrink the loss without improving a prediction.
+        Their squared norm, `example_loss`, is the mean squared normalised error.  Fine-tuning
+        passes the pretrained model as `reference`: were the scale the trained model's own,
+        growing `out_std` would shrink the loss without improving a prediction.
         """
         scale = (self if reference is None else reference).out_std
-        return jnp.mean(((self.targets(pre, params) - targets) / scale) ** 2)
+        return (self.targets(pre, params) - targets) / scale / jnp.sqrt(float(N_OUT))
 
 
 def make_cube_surrogate(

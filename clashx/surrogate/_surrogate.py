@@ -92,12 +92,11 @@ class Surrogate(AbstractSurrogate):
     def __call__(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "3"]:
         return self.release(strike, params)[:3]
 
-    def example_loss(
+    def example_residuals(
         self, strike: Float[Array, "3"], velocity: Float[Array, "3"], params: Float[Array, "p"], reference=None
-    ) -> Float[Array, ""]:
-        """Squared relative speed-vector error of one real strike's velocity (`speed_residuals`, floored)."""
-        r = speed_residuals(self(strike, params), velocity, geo.characteristic_length(self.shape), VELOCITY_FLOOR)
-        return jnp.sum(r**2)
+    ) -> Float[Array, "3"]:
+        """Relative speed-vector residual of one real strike's velocity (`speed_residuals`, floored)."""
+        return speed_residuals(self(strike, params), velocity, geo.characteristic_length(self.shape), VELOCITY_FLOOR)
 
 
 def make_surrogate(

@@ -1,0 +1,145 @@
+"""The one pretraining loop of clashx: minibatch AdamW with cosine decay, checkpointed every epoch, resumable.
+
+Every surrogate is pretrained through `train_epochs`: the strike's (`clashx.pretrain`)
+and the cube's (`pretrain_cube`).  They differ only in their data, their batch loss,
+which weights train and what they report after an epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ..core._io import describe_changes, load_model_leaves, write_json
+from ..core._shard import shard_batch
+from ..core._types import PRNGKeyArray
+
+
+def split_indices(n: int, fraction: float, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
+    """(train, validation) row indices: a random `fraction` of n rows held out (at least one), each sorted."""
+    perm = np.asarray(jax.random.permutation(key, n))
+    n_val = max(1, int(round(n * fraction)))
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def _resume(run: str, ckpt_meta: str, cfg_json: dict, flags: dict[str, str], like) -> tuple:
+    """(model, opt_state, epochs done, history) of the interrupted run in `run`, checked against `cfg_json`."""
+    fix = f"delete {ckpt_meta} (and {run}/checkpoint-*.eqx) to start over, or choose another --out"
+    try:
+        with open(ckpt_meta) as f:
+            saved = json.load(f)
+        old, weights, epoch, history = saved["config"], saved["weights"], saved["epoch"], saved["history"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        raise ValueError(f"{ckpt_meta}: damaged; {fix}") from None
+    if old != cfg_json:
+        raise ValueError(
+            f"{run} holds a training run with other settings: {describe_changes(old, cfg_json, flags)}. "
+            "Rerun with that run's flags to resume it, or choose another --out"
+        )
+    model, opt_state = load_model_leaves(run, weights, "checkpoint.json", lambda: like, fix)
+    return model, opt_state, epoch, history
+
+
+def _checkpoint(run: str, ckpt_meta: str, cfg_json: dict, epoch: int, model, opt_state, history: list) -> None:
+    # weights under a new name first, then the JSON that points to them: a kill at any
+    # moment leaves a JSON naming a complete weights file of the same epoch
+    weights = f"checkpoint-{epoch:04d}.eqx"
+    eqx.tree_serialise_leaves(os.path.join(run, weights + ".tmp"), (model, opt_state))
+    os.replace(os.path.join(run, weights + ".tmp"), os.path.join(run, weights))
+    write_json(ckpt_meta, {"config": cfg_json, "epoch": epoch, "weights": weights, "history": history})
+    for old in os.listdir(run):
+        if old.startswith("checkpoint-") and old.endswith(".eqx") and old != weights:
+            os.remove(os.path.join(run, old))
+
+
+def train_epochs(
+    model,
+    batch_loss: Callable[[Any, tuple], jax.Array],
+    data: tuple[jax.Array, ...],
+    *,
+    key: PRNGKeyArray,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float,
+    trainable=None,
+    evaluate: Callable[[Any], dict] | None = None,
+    run: str | None = None,
+    run_config: dict | None = None,
+    flags: dict[str, str] | None = None,
+    progress: Callable[[int, int, dict], None] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> tuple[Any, list[dict]]:
+    """Train `model` on `data` by minibatch AdamW (cosine decay to 1 % of `lr`); checkpoint and resume in `run`.
+
+    Args:
+        model: the initial model (an `eqx.Module`).
+        batch_loss: `batch_loss(model, batch) -> scalar`, batch a tuple of arrays like `data`.
+        data: training arrays with a common leading axis (rows are shuffled every epoch).
+        key: PRNG key of the shuffles (epoch e uses `fold_in(key, e)`).
+        epochs, batch_size, lr, weight_decay: the optimiser's schedule.
+        trainable: a filter spec of the weights that train (default: every inexact array).
+        evaluate: `evaluate(model) -> dict` after every epoch (validation metrics), merged into the history.
+        run: folder for checkpoints (`checkpoint.json`, `checkpoint-E.eqx`); None: no checkpoints.
+        run_config: the JSON-able configuration a resumed run must match.
+        flags: the CLI flag of each `run_config` key, for naming what differs.
+        progress: `progress(epoch_done, epochs, metrics)` after each epoch.
+        report: a line of news for the user (where a resumed run picks up).
+
+    Returns:
+        (model, history): the trained model and one metrics dict per epoch.
+    """
+    spec = jax.tree.map(eqx.is_inexact_array, model) if trainable is None else trainable
+    n = int(data[0].shape[0])
+    steps_per_epoch = max(1, n // batch_size)
+    schedule = optax.cosine_decay_schedule(lr, steps_per_epoch * epochs, alpha=0.01)
+    opt = optax.adamw(schedule, weight_decay=weight_decay)
+    opt_state = opt.init(eqx.filter(model, spec))
+    start_epoch, history = 0, []
+    ckpt_meta = ""
+    if run is not None:
+        os.makedirs(run, exist_ok=True)
+        ckpt_meta = os.path.join(run, "checkpoint.json")
+        if os.path.exists(ckpt_meta):
+            model, opt_state, start_epoch, history = _resume(
+                run, ckpt_meta, run_config or {}, flags or {}, (model, opt_state)
+            )
+            if report is not None and start_epoch < epochs:
+                report(f"{run}: resuming at epoch {start_epoch + 1} of {epochs} ({start_epoch} done)")
+            elif report is not None:
+                report(f"{run}: all {epochs} epochs were done; writing the model")
+
+    @eqx.filter_jit
+    def step(model, opt_state, batch):
+        weights, static = eqx.partition(model, spec)
+        loss, grads = jax.value_and_grad(lambda w: batch_loss(eqx.combine(w, static), batch))(weights)
+        updates, opt_state = opt.update(grads, opt_state, weights)
+        return eqx.combine(optax.apply_updates(weights, updates), static), opt_state, loss
+
+    t0 = time.perf_counter()
+    for epoch in range(start_epoch, epochs):
+        perm = jax.random.permutation(jax.random.fold_in(key, epoch), n)
+        losses = []
+        for i in range(steps_per_epoch):
+            idx = perm[i * batch_size : (i + 1) * batch_size]
+            batch = shard_batch(tuple(a[idx] for a in data))  # data-parallel over local devices
+            model, opt_state, loss = step(model, opt_state, batch)
+            losses.append(loss)
+        metrics = {"epoch": epoch + 1, "train_loss": float(jnp.mean(jnp.stack(losses)))}
+        metrics |= evaluate(model) if evaluate is not None else {}
+        metrics["elapsed_s"] = time.perf_counter() - t0
+        history.append(metrics)
+        if run is not None:
+            _checkpoint(run, ckpt_meta, run_config or {}, epoch + 1, model, opt_state, history)
+        if progress is not None:
+            progress(epoch + 1, epochs, metrics)
+    return model, history
