@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from clashx.learn._cube_learn import CubePretrainConfig, pretrain_cube
+from clashx.learn._cube_learn import cube_pretrain_config, pretrain_cube
 
 
 def main() -> None:
@@ -25,9 +25,7 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    config = CubePretrainConfig(
-        data=tuple(a.data), out=a.out, epochs=a.epochs, width=a.width, depth=a.depth, seed=a.seed
-    )
+    config = cube_pretrain_config(tuple(a.data), a.out, epochs=a.epochs, width=a.width, depth=a.depth, seed=a.seed)
 
     def progress(epoch, total, m):
         print(

@@ -260,7 +260,8 @@ def test_pretrain_cube_learns_and_a_killed_run_resumes_to_the_same_weights(tmp_p
     data = tmp_path / "tosses.npz"
     clashx.generate(clashx.GenerateConfig(scene="cube-toss", n=96, seed=1, engine="c", out=str(data), chunk_size=96))
     cfg = dict(data=str(data), epochs=3, batch_size=16, width=16, depth=1, val_fraction=0.2)
-    whole, result = L.pretrain_cube(L.CubePretrainConfig(out=str(tmp_path / "whole"), **cfg))
+    assert L.cube_pretrain_config("a.npz", "out").width == 160  # the cube's defaults
+    whole, result = L.pretrain_cube(L.PretrainConfig(out=str(tmp_path / "whole"), **cfg))
     losses = [h["train_loss"] for h in result["history"]]
     assert losses[-1] < losses[0], losses
 
@@ -269,9 +270,9 @@ def test_pretrain_cube_learns_and_a_killed_run_resumes_to_the_same_weights(tmp_p
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        L.pretrain_cube(L.CubePretrainConfig(out=str(tmp_path / "killed"), **cfg), progress=die_after_first)
+        L.pretrain_cube(L.PretrainConfig(out=str(tmp_path / "killed"), **cfg), progress=die_after_first)
     news = []
-    again, _ = L.pretrain_cube(L.CubePretrainConfig(out=str(tmp_path / "killed"), **cfg), report=news.append)
+    again, _ = L.pretrain_cube(L.PretrainConfig(out=str(tmp_path / "killed"), **cfg), report=news.append)
     assert any("resuming at epoch 2" in line for line in news), news
     for a, b in zip(jax.tree.leaves(eqx.filter(whole, eqx.is_array)), jax.tree.leaves(eqx.filter(again, eqx.is_array))):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)

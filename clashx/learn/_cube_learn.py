@@ -26,38 +26,21 @@ from ..scenes import _toss
 from ..surrogate._cube import CubeSurrogate, impact_targets, make_cube_surrogate, save_cube_surrogate
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
+from ._pretrain import FLAGS, PretrainConfig
 from ._train import split_indices, train_epochs
 
 
-@dataclasses.dataclass(frozen=True)
-class CubePretrainConfig:
-    """How to pretrain the cube surrogate.
+def cube_pretrain_config(data: str | tuple[str, ...], out: str, **settings) -> PretrainConfig:
+    """`PretrainConfig` with the cube's defaults: 40 epochs, batches of 512, a 160-wide MLP of 3 hidden layers.
 
-    Attributes:
+    Args:
         data: event file(s) of `clashx generate --scene cube-toss` (a path or a tuple of paths, concatenated).
-        out: run folder (the surrogate is written there).
-        epochs, batch_size, lr, weight_decay: AdamW with cosine decay to 1 % of `lr`.
-        width, depth: the MLP's hidden width and number of hidden layers.
-        val_fraction: share of events held out for validation.
-        seed: PRNG seed (weights, split, shuffling).
+        out: run folder (the surrogate and its checkpoints are written there).
+        settings: any other `PretrainConfig` field, overriding the cube's default.
     """
-
-    data: str | tuple[str, ...]
-    out: str
-    epochs: int = 40
-    batch_size: int = 512
-    lr: float = 2e-3
-    weight_decay: float = 1e-5
-    width: int = 160
-    depth: int = 3
-    val_fraction: float = 0.05
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ValueError("cube pretraining: epochs and batch_size must be positive")
-        if not 0.0 < self.val_fraction < 0.5:
-            raise ValueError(f"cube pretraining: val_fraction {self.val_fraction}: expected a share in (0, 0.5)")
+    return PretrainConfig(
+        **({"epochs": 40, "batch_size": 512, "width": 160, "depth": 3} | settings), data=data, out=out
+    )
 
 
 _batch_targets = jax.jit(jax.vmap(impact_targets))
@@ -136,7 +119,7 @@ def target_errors(model: CubeSurrogate, pre, params, targets) -> dict:
 
 
 def pretrain_cube(
-    config: CubePretrainConfig,
+    config: PretrainConfig,
     *,
     progress: Callable[[int, int, dict], None] | None = None,
     report: Callable[[str], None] | None = None,
@@ -183,7 +166,7 @@ def pretrain_cube(
         evaluate=lambda m: {"val_loss": float(val_loss(m, x_va, p_va, y_va, scale))},
         run=config.out,
         run_config=_json_config(config),
-        flags=CUBE_FLAGS,
+        flags=FLAGS,
         progress=progress,
         report=report,
     )
@@ -193,13 +176,9 @@ def pretrain_cube(
     return model, result
 
 
-def _json_config(config: CubePretrainConfig) -> dict:
+def _json_config(config: PretrainConfig) -> dict:
     """The config as JSON has it (a tuple of data files becomes a list), so a resumed run compares equal."""
     return json.loads(json.dumps(dataclasses.asdict(config)))
-
-
-# The option that sets each CubePretrainConfig field (`bench/cube_pretrain.py`), for naming what differs on resume.
-CUBE_FLAGS = {k: "--" + k.replace("_", "-") for k in CubePretrainConfig.__dataclass_fields__}
 
 
 # --- identification: `clashx.identify` on the targets ----------------------------------------------

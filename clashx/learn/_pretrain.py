@@ -38,7 +38,7 @@ class PretrainConfig:
     """How to pretrain.
 
     Attributes:
-        data: event file written by `clashx generate --scene strike`.
+        data: event file written by `clashx generate` (the cube's pretraining also takes a tuple of files).
         out: run folder.
         epochs: passes over the training events (mirror images included).
         batch_size: events per step.
@@ -49,7 +49,7 @@ class PretrainConfig:
         seed: PRNG seed (weights, split, shuffling).
     """
 
-    data: str
+    data: str | tuple[str, ...]
     out: str
     epochs: int = 30
     batch_size: int = 1024
@@ -135,6 +135,8 @@ def pretrain(
     Returns:
         Final metrics: validation α-accuracies and median relative error (against the held-out simulated events).
     """
+    if not isinstance(config.data, str):
+        raise ValueError(f"--data {' '.join(config.data)}: the strike's pretraining takes one event file")
     shape, space, strikes, params, vel = load_training_events(config.data)
     key = jax.random.PRNGKey(config.seed)
     k_split, k_init, k_shuffle = jax.random.split(key, 3)
