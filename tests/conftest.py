@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import sys
 from pathlib import Path
@@ -64,6 +65,20 @@ def strike_lab_module(strike_lab_path):
     sys.modules["strike_lab"] = mod  # its dataclasses look themselves up there
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _free_compiled_code():
+    """Drop JAX's compiled executables after each test file.
+
+    Over the whole suite (~190 tests, hundreds of MJX compilations) the process kept growing, and late in
+    the run XLA's CPU compiler died (a segmentation fault three times, an abort once) compiling a function
+    that compiles fine in a fresh process.  Files compile what they need again; the few shared fixtures
+    recompile once per file that uses them.
+    """
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 def pytest_collection_modifyitems(config, items):

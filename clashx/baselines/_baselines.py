@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..core._lm import levenberg_marquardt
 from ..core._mjx import as_float64
 from ..core._types import Array, Float, PRNGKeyArray
 from ..events import _metrics
@@ -320,21 +321,9 @@ def identify_mjx(
         def terms(z):
             return _residual_terms(sim_, s, velocities, z, cols, base_z)
 
-        for z in np.log(u0 / (1 - u0)):
-            r, jac = terms(z)
-            trials += 1
-            cost, lam = float(r @ r), damping
-            for _ in range(iterations - 1):
-                jtj = jac.T @ jac
-                a = jtj + lam * (np.diag(np.diag(jtj)) + 1e-6 * np.eye(len(z)))
-                z_new = np.clip(z + np.linalg.solve(a, -jac.T @ r), -_Z_MAX, _Z_MAX)
-                r_new, jac_new = terms(z_new)
-                trials += 1
-                cost_new = float(r_new @ r_new)
-                if np.isfinite(cost_new) and cost_new < cost:
-                    z, r, jac, cost, lam = z_new, r_new, jac_new, cost_new, lam / 3
-                else:
-                    lam *= 4
+        for z0 in np.log(u0 / (1 - u0)):
+            z, cost, n_trials = levenberg_marquardt(terms, z0, iterations=iterations, damping=damping, z_max=_Z_MAX)
+            trials += n_trials
             finals.append(cost)
             if cost < best_loss:
                 best_z, best_loss = z, cost

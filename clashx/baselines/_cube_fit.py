@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import _batch
+from ..core._lm import levenberg_marquardt
 from ..core._mjx import as_float64
 from ..core._types import Array, Float, PRNGKeyArray
 from ..hybrid._cube_rollout import rest_rollout
@@ -250,19 +251,8 @@ def identify_trajectory_mjx(
             r, j = _mjx_terms(sim64, *args, jnp.asarray(z, jnp.float64))
             return np.asarray(r), np.asarray(j)
 
-        for z in np.log(u0 / (1 - u0)):
-            r, jac = terms(z)
-            cost, lam = float(r @ r), damping
-            for _ in range(iterations - 1):
-                jtj = jac.T @ jac
-                a = jtj + lam * (np.diag(np.diag(jtj)) + 1e-6 * np.eye(3))
-                z_new = np.clip(z + np.linalg.solve(a, -jac.T @ r), -_Z_MAX, _Z_MAX)
-                r_new, jac_new = terms(z_new)
-                cost_new = float(r_new @ r_new)
-                if np.isfinite(cost_new) and cost_new < cost:
-                    z, r, jac, cost, lam = z_new, r_new, jac_new, cost_new, lam / 3
-                else:
-                    lam *= 4
+        for z0 in np.log(u0 / (1 - u0)):
+            z, cost, _ = levenberg_marquardt(terms, z0, iterations=iterations, damping=damping, z_max=_Z_MAX)
             if cost < best_cost:
                 best, best_cost = z, cost
     return np.asarray(sim.space.from_unit(jnp.asarray(1 / (1 + np.exp(-best)))), np.float64), best_cost

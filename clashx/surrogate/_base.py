@@ -57,3 +57,18 @@ class AbstractSurrogate(eqx.Module):
             return eqx.tree_at(lambda m: (m.out_mean, m.out_std), spec, replace=(True, True))
         last = lambda m: (m.mlp.layers[-1].weight, m.mlp.layers[-1].bias, m.out_mean, m.out_std)  # noqa: E731
         return eqx.tree_at(last, spec, replace=(True,) * 4)
+
+
+def init_network(n_in: int, n_out: int, width: int, depth: int, *, key, out_mean=None, out_std=None) -> dict:
+    """The fields every surrogate starts from: a SiLU MLP (`key`) and float32 output normalisers (default 0 and 1).
+
+    Returns:
+        {"mlp", "out_mean", "out_std", "width", "depth"}, to pass on to a surrogate's constructor.
+    """
+    return {
+        "mlp": eqx.nn.MLP(n_in, n_out, width, depth, activation=jax.nn.silu, key=key),
+        "out_mean": jnp.zeros(n_out) if out_mean is None else jnp.asarray(out_mean, jnp.float32),
+        "out_std": jnp.ones(n_out) if out_std is None else jnp.asarray(out_std, jnp.float32),
+        "width": width,
+        "depth": depth,
+    }

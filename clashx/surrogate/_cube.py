@@ -47,7 +47,7 @@ from ..core._params import ParamSpace
 from ..core._types import Array, Float, PRNGKeyArray
 from ..scenes import _toss
 from ..scenes._spaces import cube_space
-from ._base import AbstractSurrogate
+from ._base import AbstractSurrogate, init_network
 
 MODEL_FILE = "cube_surrogate.eqx"
 META_FILE = "cube_surrogate.json"
@@ -192,15 +192,8 @@ def make_cube_surrogate(
         out_mean, out_std: target normalisers (12,); default 0 and 1.
     """
     space = space or cube_space()
-    mlp = eqx.nn.MLP(N_STATE_FEATURES + space.size, N_OUT, width, depth, activation=jax.nn.silu, key=key)
-    return CubeSurrogate(
-        mlp=mlp,
-        out_mean=jnp.zeros(N_OUT) if out_mean is None else jnp.asarray(out_mean, jnp.float32),
-        out_std=jnp.ones(N_OUT) if out_std is None else jnp.asarray(out_std, jnp.float32),
-        space=space,
-        width=width,
-        depth=depth,
-    )
+    net = init_network(N_STATE_FEATURES + space.size, N_OUT, width, depth, key=key, out_mean=out_mean, out_std=out_std)
+    return CubeSurrogate(space=space, **net)
 
 
 def describe_cube_surrogate(model: CubeSurrogate) -> dict[str, Any]:

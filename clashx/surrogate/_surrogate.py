@@ -40,7 +40,7 @@ from ..core._types import Array, Float, PRNGKeyArray
 from ..events._metrics import VELOCITY_FLOOR, speed_residuals
 from ..scenes import _geometry as geo
 from ..scenes._spaces import strike_space
-from ._base import AbstractSurrogate
+from ._base import AbstractSurrogate, init_network
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more
 N_OUT = 6  # velocity at release (3) and displacement over the window (3)
@@ -120,16 +120,10 @@ def make_surrogate(
     """
     geo.check_shape(shape)
     space = space or strike_space(len(geo.convex_pieces(shape)))
-    mlp = eqx.nn.MLP(_N_STRIKE_FEATURES + space.size, N_OUT, width, depth, activation=jax.nn.silu, key=key)
-    return Surrogate(
-        mlp=mlp,
-        out_mean=jnp.zeros(N_OUT) if out_mean is None else jnp.asarray(out_mean, jnp.float32),
-        out_std=jnp.ones(N_OUT) if out_std is None else jnp.asarray(out_std, jnp.float32),
-        shape=shape,
-        space=space,
-        width=width,
-        depth=depth,
+    net = init_network(
+        _N_STRIKE_FEATURES + space.size, N_OUT, width, depth, key=key, out_mean=out_mean, out_std=out_std
     )
+    return Surrogate(shape=shape, space=space, **net)
 
 
 def predict(
