@@ -78,7 +78,7 @@ def square_oracle(strike_sims):
 def test_strike_read_back_from_the_launch_state(hybrid_sims, shape):
     hs = hybrid_sims(shape)
     strikes, _ = _draw(hs.sim, 32, seed=1)
-    q, v = _strike._initial_states(hs.sim, jnp.asarray(strikes))
+    q, v = _strike.initial_states_batch(hs.sim, jnp.asarray(strikes))
     back = jax.vmap(lambda a, b: _hybrid.strike_of_state(hs, a, b))(q, v)
     np.testing.assert_allclose(np.asarray(back), strikes, atol=ROUND_TRIP_TOL)
     # the striker starts GAP away and does not touch yet

@@ -164,3 +164,22 @@ def test_contact_onset_is_resolved_below_one_step(strike_sims):
     np.testing.assert_allclose(ev.t_touch, geo.GAP / strikes[:, 2], atol=ONSET_TOL)
     # a head-on push on the +y face sends the block along -y
     assert np.all(np.isfinite(ev.post_velocity)) and np.all(ev.post_velocity[:, 1] < 0)  # pushed along -y
+
+
+EARLY_STOP_TOL = (
+    1e-5  # m, rad: rest poses of the C slide stopped once every block is at rest, against MAX_TIME (seen 7e-7)
+)
+
+
+@pytest.mark.parametrize("shape", ["square", "semi-cylinder"])
+def test_c_slide_stopped_at_rest_gives_the_rest_pose_at_max_time(strike_sims, shape):
+    """`slide_to_rest_c` (stops once all blocks rest) against the full slide to MAX_TIME (`slide_c`)."""
+    sim = strike_sims(shape)
+    s = np.asarray(sample_strikes(24, key=jax.random.PRNGKey(8)), np.float64)
+    p = np.asarray(sim.space.sample(24, key=jax.random.PRNGKey(9)), np.float64)
+    c = _strike.contact_phase_c(sim, s, p)
+    n_steps = np.ceil((_strike.MAX_TIME - c.t_end) / sim.settings.dt_slide - 1e-9).astype(int)
+    full = _strike.slide_c(sim, p, c.q_end, c.v_end, c.t_end, int(n_steps.max()))[np.arange(24), n_steps - 1]
+    early = _strike.slide_to_rest_c(sim, p, c.q_end, c.v_end, c.t_end)
+    a, b = (np.asarray(_strike.block_poses_batch(jnp.asarray(q))) for q in (full, early))
+    np.testing.assert_allclose(b, a, atol=EARLY_STOP_TOL)

@@ -13,7 +13,7 @@ Residual
 --------
 For each sample, (simulated − recorded pose) / noise, the yaw difference
 wrapped to (−π, π]; noise = (position, yaw) std estimated from the samples
-before first touch as ingestion does (`clashx.events._ingest._pooled_noise`; its
+before first touch as ingestion does (`clashx.events._ingest.pooled_noise`; its
 default 0.5 mm / 0.004 rad when there are too few, as on the lab's 120 Hz
 tracks).  A simulated track is `clashx.hybrid._slide.strike_tracks_c`: MuJoCo C
 from the strike's start pose (the recording's `start_pose`, else the mean of
@@ -58,7 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core._types import PRNGKeyArray
-from ..events import _ingest
+from ..events._tracks import read_tracks
 from ..hybrid._slide import strike_tracks_c
 from ..scenes._strike import StrikeSim
 from ._baselines import Identified
@@ -85,42 +85,6 @@ def _from_unit(space, u: np.ndarray) -> np.ndarray:
 def _to_unit(space, values: np.ndarray) -> np.ndarray:
     with jax.enable_x64(True):
         return np.asarray(space.to_unit(jnp.asarray(values, jnp.float64)), np.float64)
-
-
-def read_tracks(recording: dict, rows=None) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray], np.ndarray, tuple]:
-    """The touched strikes of a recording (npz contents) among `rows`, as the fit uses them.
-
-    Returns:
-        (strikes (n, 3), times [n × (k_i,)], poses [n × (k_i, 3)], start poses (n, 3), noise (m, rad)).
-
-    Raises:
-        ValueError: when none of the selected strikes touched the block.
-    """
-    offsets = np.asarray(recording["offsets"])
-    n_all = len(offsets) - 1
-    rows = np.arange(n_all) if rows is None else np.asarray(rows, int).reshape(-1)
-    if rows.size and (rows.min() < 0 or rows.max() >= n_all):
-        raise ValueError(f"identify_tracks_sysid: rows {rows.tolist()} reach outside the recording's {n_all} strikes")
-    touched = np.asarray(recording["touched"]).astype(bool)
-    t_touch = np.where(touched, np.asarray(recording["t_first_touch"], np.float64), np.nan)
-    keep = [int(i) for i in rows if touched[i]]
-    if not keep:
-        raise ValueError(
-            f"identify_tracks_sysid: none of the {len(rows)} selected strike(s) touched the block ('touched' is "
-            "false for all), so the tracks say nothing about the contact; select touched strikes (rows=...)"
-        )
-    t_all, pose_all = np.asarray(recording["t"], np.float64), np.asarray(recording["block_pose"], np.float64)
-    tracks = [(t_all[a:b], pose_all[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
-    noise = _ingest._pooled_noise(tracks, t_touch)
-    given = np.asarray(recording["start_pose"], np.float64) if "start_pose" in recording else None
-    times, poses, starts = [], [], []
-    for i in keep:
-        t, pose = tracks[i]
-        start = given[i] if given is not None else _ingest._start_pose(t, pose, t_touch[i], noise)
-        starts.append(pose[0] if start is None else start)
-        times.append(t[t >= 0.0])
-        poses.append(pose[t >= 0.0])
-    return np.asarray(recording["strike"], np.float64)[keep], times, poses, np.asarray(starts), noise
 
 
 def track_residuals(sim_poses: list[np.ndarray], poses: list[np.ndarray], noise) -> np.ndarray:

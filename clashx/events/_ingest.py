@@ -422,7 +422,7 @@ def _at_rest_before(t: np.ndarray, pose: np.ndarray, t_touch: float) -> np.ndarr
     return pose[t < t_touch - TOUCH_GUARD] if math.isfinite(t_touch) else pose
 
 
-def _pooled_noise(tracks, touches) -> tuple[float, float]:
+def pooled_noise(tracks, touches) -> tuple[float, float]:
     """Noise std from consecutive differences of the samples before first touch; NOISE if too few.
 
     Uses the median absolute difference, so a block already nudged before the
@@ -441,7 +441,7 @@ def _pooled_noise(tracks, touches) -> tuple[float, float]:
     return max(scale * float(np.median(np.abs(dps))), 1e-5), max(scale * float(np.median(np.abs(dys))), 1e-4)
 
 
-def _start_pose(t: np.ndarray, pose: np.ndarray, t_touch: float, noise) -> np.ndarray | None:
+def start_pose_before_touch(t: np.ndarray, pose: np.ndarray, t_touch: float, noise) -> np.ndarray | None:
     """Mean of the leading samples that stay within the noise of the first one, before first touch."""
     before = _at_rest_before(t, pose, t_touch)
     if not len(before):
@@ -484,13 +484,13 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
     t_touch = np.where(touched, np.asarray(raw["t_first_touch"], dtype=np.float64), np.nan)
     given_start = np.asarray(raw["start_pose"], dtype=np.float64) if "start_pose" in raw else None
     tracks = [(t_all[a:b], pose_all[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
-    noise = _pooled_noise(tracks, t_touch)
+    noise = pooled_noise(tracks, t_touch)
     point = footprint_com(shape)
 
     start_pose = np.empty((n, 3))
     rest_pose = np.empty((n, 3))
     for i, (t, pose) in enumerate(tracks):
-        tracked = _start_pose(t, pose, t_touch[i], noise)
+        tracked = start_pose_before_touch(t, pose, t_touch[i], noise)
         if tracked is not None:
             start_pose[i] = tracked
         else:  # touched before the first sample: a real rig has only the track

@@ -547,7 +547,7 @@ def hybrid_rollouts_c(
     n = len(strikes)
     params = np.broadcast_to(np.asarray(params, np.float64), (n, hs.sim.space.size)).copy()
     batch = _slide_batch(hs, params, nthread)
-    q0, v0 = (np.asarray(a, np.float64) for a in _strike._initial_states(hs.sim, jnp.asarray(strikes)))
+    q0, v0 = (np.asarray(a, np.float64) for a in _strike.initial_states_batch(hs.sim, jnp.asarray(strikes)))
     rec = _roll(batch, q0, v0, 0.0, hs.n_approach - 1)
     qs = np.concatenate([q0[:, None], rec["qpos"]], axis=1)  # state j at index j
     vs = np.concatenate([v0[:, None], rec["qvel"]], axis=1)
@@ -576,7 +576,7 @@ def hybrid_rollouts_c(
     after = _slide_batch(hs, params, nthread, timestep=hs.dt_after)
     q_end = _roll(after, q_s, v_s, hs.n_steps * hs.dt, hs.n_after, record=("qpos",))["qpos"][:, -1]
     return HybridResult(
-        rest_pose=np.asarray(_strike._block_poses(jnp.asarray(q_end)), np.float64),
+        rest_pose=np.asarray(_strike.block_poses_batch(jnp.asarray(q_end)), np.float64),
         post_velocity=post,
         t_touch=np.where(touched, kk * hs.dt, np.nan),
         touched=touched,

@@ -41,9 +41,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..baselines._strike_sysid import read_tracks
 from ..core._mjx import as_float64
 from ..core._types import PRNGKeyArray
+from ..events._tracks import read_tracks
 from ..hybrid import _track_mjx as tm
 from ..scenes._strike import RELEASE_AFTER, StrikeSim
 from ..surrogate._surrogate import Surrogate

@@ -375,7 +375,8 @@ def _simulate_strikes_mjx(sim: StrikeSim, strikes, params, *, to_rest: bool) -> 
 
 
 @eqx.filter_jit
-def _initial_states(sim: StrikeSim, strikes):
+def initial_states_batch(sim: StrikeSim, strikes):
+    """`initial_state` of each strike (n, 3): (qpos (n, nq), qvel (n, nv)), compiled once per batch size."""
     return jax.vmap(lambda s: initial_state(sim, s))(strikes)
 
 
@@ -384,7 +385,7 @@ def _release_rules(sim: StrikeSim, found, k, depth, closing, q_a, v_a, q_b, v_b)
     return jax.vmap(lambda *a: release_rule(sim, *a))(found, k, depth, closing, q_a, v_a, q_b, v_b)
 
 
-_block_poses = jax.jit(jax.vmap(block_pose))
+block_poses_batch = jax.jit(jax.vmap(block_pose))  # `block_pose` of each qpos row (n, nq) -> (n, 3)
 _parked = jax.jit(jax.vmap(parked))
 
 
@@ -414,12 +415,10 @@ def simulate_strikes_c(
     params = np.asarray(params, np.float64)
     c = contact_phase_c(sim, strikes, params, nthread=nthread)
     if to_rest:
-        n_steps = np.ceil((MAX_TIME - c.t_end) / sim.settings.dt_slide - 1e-9).astype(int)
-        rec = slide_c(sim, params, c.q_end, c.v_end, c.t_end, int(n_steps.max()), nthread)
-        q_end = rec[np.arange(len(rec)), n_steps - 1]
+        q_end = slide_to_rest_c(sim, params, c.q_end, c.v_end, c.t_end, nthread=nthread)
     else:
         q_end = c.q_end
-    return _event(c, np.asarray(_block_poses(jnp.asarray(q_end))))
+    return _event(c, np.asarray(block_poses_batch(jnp.asarray(q_end))))
 
 
 class ContactRecord(NamedTuple):
@@ -447,7 +446,7 @@ def contact_phase_c(sim: StrikeSim, strikes, params, *, nthread: int = 0) -> Con
     strikes = np.asarray(strikes, np.float64)
     params = np.asarray(params, np.float64)
     n = len(strikes)
-    qpos0, qvel0 = (np.asarray(a) for a in _initial_states(sim, jnp.asarray(strikes)))
+    qpos0, qvel0 = (np.asarray(a) for a in initial_states_batch(sim, jnp.asarray(strikes)))
     batch = _batch.make_batch(sim.mj_model(touch_sensor=True), sim.space, sim.rows, params, nsim=n, nthread=nthread)
     rec = _batch.rollout(batch, qpos0, qvel0, sim.n_contact, record=("qpos", "qvel", "sensordata"))
     # the touch sensor: found, dist, normal of the deepest contact of the collision pass on state k
@@ -481,6 +480,41 @@ def contact_phase_c(sim: StrikeSim, strikes, params, *, nthread: int = 0) -> Con
         t_end=(k + sim.n_window) * sim.settings.dt_contact,
         qpos=np.concatenate([qpos0[:, None], rec["qpos"]], 1),
     )
+
+
+# A block counts as at rest when every component of its velocity (m/s, rad/s) is below this; the C
+# slide then stops early.  At rest on the floor MuJoCo's block creeps at ~1e-6 m/s (soft contact).
+REST_SPEED = 1e-4
+REST_CHECK_STEPS = 50  # slide steps between checks (0.2 s at dt_slide 4 ms)
+
+
+def slide_to_rest_c(sim: StrikeSim, params, q_rel, v_rel, t_start, *, nthread: int = 0) -> np.ndarray:
+    """Slide released blocks on MuJoCo C until MAX_TIME, or until every block is at rest; the final qpos (n, 10).
+
+    The batch is stepped `REST_CHECK_STEPS` at a time; a world's pose is read at
+    its own MAX_TIME step, or where all worlds were found at rest (`REST_SPEED`).
+    """
+    qp, qv = _parked(jnp.asarray(q_rel), jnp.asarray(v_rel))
+    n = len(q_rel)
+    n_steps = np.ceil((MAX_TIME - np.asarray(t_start)) / sim.settings.dt_slide - 1e-9).astype(int)
+    batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=n, nthread=nthread)
+    q_end = np.full((n, qp.shape[1]), np.nan)
+    done, record = 0, ("qpos", "qvel")
+    while done < n_steps.max():
+        k = int(min(REST_CHECK_STEPS, n_steps.max() - done))
+        if done == 0:
+            rec = _batch.rollout(batch, np.asarray(qp), np.asarray(qv), k, time=t_start, record=record)
+        else:
+            rec = _batch.advance(batch, k, record=record)
+        ends = (n_steps > done) & (n_steps <= done + k)  # worlds whose MAX_TIME falls in this chunk
+        q_end[ends] = rec["qpos"][ends, n_steps[ends] - done - 1]
+        done += k
+        still = np.abs(rec["qvel"][:, -1, :6]).max(axis=1) < REST_SPEED
+        if np.all(still | (n_steps <= done)):
+            break
+    left = np.isnan(q_end[:, 0])
+    q_end[left] = rec["qpos"][left, -1]
+    return q_end
 
 
 def slide_c(sim: StrikeSim, params, q_rel, v_rel, t_start, n_steps: int, nthread: int = 0) -> np.ndarray:
