@@ -40,6 +40,7 @@ def rollout(
     *,
     time: float | np.ndarray = 0.0,
     record: Sequence[str] = ("qpos",),
+    warmstart: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Reset every world of `batch` to (qpos, qvel, time) and step it `n_steps` times.
 
@@ -49,6 +50,8 @@ def rollout(
         n_steps: steps per world.
         time: start time(s), s.
         record: data fields to record after every step.
+        warmstart: (nsim, nv) the constraint solver's warm start (`qacc_warmstart`), to carry a
+            rollout on in a new batch exactly as the old one would have gone on (default: zero).
 
     Returns:
         {field: (nsim, n_steps, ...)}: record j holds the state after step j + 1.
@@ -57,6 +60,8 @@ def rollout(
     batch.bind("qpos")[:] = qpos
     batch.bind("qvel")[:] = qvel
     batch.bind("time")[:] = time
+    if warmstart is not None:
+        batch.bind("qacc_warmstart")[:] = warmstart
     return batch.rollout(int(n_steps), record=tuple(record))
 
 

@@ -482,38 +482,49 @@ def contact_phase_c(sim: StrikeSim, strikes, params, *, nthread: int = 0) -> Con
     )
 
 
-# A block counts as at rest when every component of its velocity (m/s, rad/s) is below this; the C
-# slide then stops early.  At rest on the floor MuJoCo's block creeps at ~1e-6 m/s (soft contact).
-REST_SPEED = 1e-4
+# A block counts as at rest when every component of its velocity (m/s, rad/s) stayed below this over
+# a whole check interval (a rocking block passes through zero speed); the C slide then stops early.  At rest on the floor MuJoCo's block creeps at ~1e-6 m/s (soft contact).
+REST_SPEED = 1e-5
 REST_CHECK_STEPS = 50  # slide steps between checks (0.2 s at dt_slide 4 ms)
 
 
 def slide_to_rest_c(sim: StrikeSim, params, q_rel, v_rel, t_start, *, nthread: int = 0) -> np.ndarray:
     """Slide released blocks on MuJoCo C until MAX_TIME, or until every block is at rest; the final qpos (n, 10).
 
-    The batch is stepped `REST_CHECK_STEPS` at a time; a world's pose is read at
-    its own MAX_TIME step, or where all worlds were found at rest (`REST_SPEED`).
+    The batch is stepped `REST_CHECK_STEPS` at a time.  A world's pose is read at its
+    own MAX_TIME step, or where it was found at rest (`REST_SPEED`).  Once at least
+    half of the worlds still in the batch are at rest, the moving ones go on in a
+    fresh, smaller batch from their current state (solver warm start included).
     """
-    qp, qv = _parked(jnp.asarray(q_rel), jnp.asarray(v_rel))
-    n = len(q_rel)
+    params = np.broadcast_to(np.asarray(params, np.float64), (len(q_rel), sim.space.size))
+    qp, qv = (np.array(a, np.float64) for a in _parked(jnp.asarray(q_rel), jnp.asarray(v_rel)))
     n_steps = np.ceil((MAX_TIME - np.asarray(t_start)) / sim.settings.dt_slide - 1e-9).astype(int)
-    batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=n, nthread=nthread)
-    q_end = np.full((n, qp.shape[1]), np.nan)
-    done, record = 0, ("qpos", "qvel")
-    while done < n_steps.max():
-        k = int(min(REST_CHECK_STEPS, n_steps.max() - done))
-        if done == 0:
-            rec = _batch.rollout(batch, np.asarray(qp), np.asarray(qv), k, time=t_start, record=record)
+    t_now = np.broadcast_to(np.asarray(t_start, np.float64), (len(qp),)).copy()
+    q_end = np.full(qp.shape, np.nan)
+    warm = np.zeros_like(qv)
+    record = ("qpos", "qvel", "qacc_warmstart")
+    active, done, batch = np.arange(len(qp)), 0, None
+    while active.size:
+        k = int(min(REST_CHECK_STEPS, n_steps[active].max() - done))
+        if batch is None:  # a (fresh) batch of the active worlds from their current state
+            batch = _batch.make_batch(
+                sim.mj_slide_model(), sim.space, sim.slide_rows, params[active], nsim=active.size, nthread=nthread
+            )
+            rec = _batch.rollout(
+                batch, qp[active], qv[active], k, time=t_now[active], record=record, warmstart=warm[active]
+            )
         else:
             rec = _batch.advance(batch, k, record=record)
-        ends = (n_steps > done) & (n_steps <= done + k)  # worlds whose MAX_TIME falls in this chunk
-        q_end[ends] = rec["qpos"][ends, n_steps[ends] - done - 1]
+        ends = n_steps[active] <= done + k  # worlds whose MAX_TIME falls in this chunk
+        q_end[active[ends]] = rec["qpos"][ends, n_steps[active[ends]] - done - 1]
         done += k
-        still = np.abs(rec["qvel"][:, -1, :6]).max(axis=1) < REST_SPEED
-        if np.all(still | (n_steps <= done)):
-            break
-    left = np.isnan(q_end[:, 0])
-    q_end[left] = rec["qpos"][left, -1]
+        qp[active], qv[active], warm[active] = rec["qpos"][:, -1], rec["qvel"][:, -1], rec["qacc_warmstart"][:, -1]
+        t_now[active] += k * sim.settings.dt_slide
+        rest = ~ends & (np.abs(rec["qvel"][:, :, :6]).max(axis=(1, 2)) < REST_SPEED)  # still over the whole chunk
+        q_end[active[rest]] = qp[active[rest]]
+        moving = ~(ends | rest)
+        if moving.sum() <= active.size // 2:
+            active, batch = active[moving], None
     return q_end
 
 
