@@ -139,12 +139,7 @@ def strike_xml(
       <joint name="striker_yaw" type="hinge" axis="0 0 1"/>
       <geom name="striker" type="box" size="{sh} {sh} {sh}" mass="{geo.STRIKER_MASS}" contype="0" conaffinity="0"/>
     </body>
-  </worldbody>
-  <contact>
-    {pairs}
-  </contact>
-  {sensor}
-</mujoco>"""
+  </worldbody>{_closing(pairs, sensor)}"""
 
 
 def _block_inertial(shape: str, solver: SolverSettings, p: dict[str, float]) -> str:
@@ -214,7 +209,12 @@ def cube_xml(
       <geom name="cube" type="box" size="{c} {c} {c}" contype="0" conaffinity="0" mass="0"/>
       {corners}
     </body>
-  </worldbody>
+  </worldbody>{_closing(pairs, sensor)}"""
+
+
+def _closing(pairs: str, sensor: str) -> str:
+    """The end of a scene's MJCF after its worldbody: the explicit contact pairs, the sensors."""
+    return f"""
   <contact>
     {pairs}
   </contact>

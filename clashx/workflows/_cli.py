@@ -223,6 +223,17 @@ def _real_data_args(p: argparse.ArgumentParser, real_help: str, select_help: str
     p.add_argument("--select", help=f"{select_help} (default: every touched strike)")
 
 
+def _engine_flag(p: argparse.ArgumentParser, cpu: str, accelerator: str, detail: str) -> None:
+    """`--engine auto|CPU|ACCELERATOR`: auto resolves to `cpu` where JAX has only a CPU (`core._engine`)."""
+    p.add_argument(
+        "--engine",
+        choices=("auto", cpu, accelerator),
+        default="auto",
+        help=f"auto (default): {cpu} where JAX has only a CPU, {accelerator} on a GPU/TPU; {detail}. "
+        "The engine that ran is printed",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `clashx` command."""
     ap = argparse.ArgumentParser(prog="clashx", description="Collision learning for robot simulators (CLASH).")
@@ -235,12 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True, help="output event file (.npz); OUT.parts/ holds chunks until done")
     g.add_argument("--chunk-size", type=int, default=1024, help="events per saved chunk (default 1024)")
-    g.add_argument(
-        "--engine",
-        choices=("auto", "mjx", "c"),
-        default="auto",
-        help="auto (default): c where JAX has only a CPU, mjx on a GPU/TPU; mjx: jit+vmap on the JAX device; "
-        "c: MuJoCo C on all CPU cores. The engine that ran is printed and kept in the file's metadata",
+    _engine_flag(
+        g, "c", "mjx", "c: MuJoCo C on all CPU cores; mjx: jit+vmap on the JAX device; kept in the file's metadata"
     )
     g.add_argument("--no-rest", action="store_true", help="skip the slide to rest (rest_pose = pose at release)")
     g.set_defaults(func=_cmd_generate)
@@ -330,12 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", required=True, help="target pose x,y,yaw (m, m, rad), e.g. 0.2,-0.05,0.3")
     o.add_argument("--population", type=int, default=16)
     o.add_argument("--generations", type=int, default=20)
-    o.add_argument(
-        "--engine",
-        choices=("auto", "cpu-hybrid", "mjx-hybrid"),
-        default="auto",
-        help="auto (default): cpu-hybrid where JAX has only a CPU, mjx-hybrid on a GPU/TPU; cpu-hybrid: the rule "
-        "on MuJoCo C (fastest on a CPU); mjx-hybrid: on MJX, one jit (GPUs). The engine that ran is printed",
+    _engine_flag(
+        o,
+        "cpu-hybrid",
+        "mjx-hybrid",
+        "cpu-hybrid: the rule on MuJoCo C (fastest on a CPU); mjx-hybrid: on MJX, one jit",
     )
     o.add_argument("--seed", type=int, default=0)
     o.add_argument("--json", help="write the strike, predicted rest pose and search history here")
