@@ -369,7 +369,7 @@ class VelocityMLP(eqx.Module):
     length: float = eqx.field(static=True)
 
     def __call__(self, strike: Float[Array, "3"]) -> Float[Array, "3"]:
-        u = self.scale * self.mlp(strike_features(strike))
+        u = self.scale * self.mlp(jnp.asarray(strike_features(strike)))
         return u / jnp.array([1.0, 1.0, self.length])
 
 

@@ -28,6 +28,8 @@ def make_batch(
     """A batch of `nsim` copies of `model` with one row of `params` (of `space`) written into each."""
     batch = mujoco.batch.Batch(model, nsim=nsim, nthread=nthread, persistent=False)
     if space is not None and params is not None:
+        if rows is None:
+            raise ValueError("make_batch: parameters of a space need its rows in this model (space.rows(model))")
         space.apply_c(batch, rows, np.broadcast_to(np.asarray(params, np.float64), (nsim, space.size)))
     return batch
 

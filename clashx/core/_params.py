@@ -308,7 +308,8 @@ class ParamSpace(eqx.Module):
             ):
                 raise ValueError(f"body {name!r}: inertial parameters are supported on free bodies of the world only")
             rest = float(mj_model.body_subtreemass[0] - mj_model.body_subtreemass[b])
-            iquat = tuple(float(v) for v in mj_model.body_iquat[b])
+            q = mj_model.body_iquat[b]
+            iquat = (float(q[0]), float(q[1]), float(q[2]), float(q[3]))
             bodies.append(FreeBody(int(b), int(mj_model.jnt_dofadr[jnt]), iquat, rest))
         return Layout(tuple(slots), tuple(bodies))
 

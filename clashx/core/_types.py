@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+from jaxtyping import Bool, Float, Int, PRNGKeyArray
+
+Array = jax.Array | np.ndarray  # what clashx functions take: JAX arrays inside jit, NumPy arrays at the edges
 
 ScalarLike = float | jax.Array | np.ndarray
 

@@ -144,7 +144,7 @@ def atomic_savez(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub reads a ** dict as its allow_pickle
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)
@@ -193,7 +193,7 @@ def save_events(path: str | os.PathLike, events: dict[str, Any]) -> None:
     atomic_savez(path, validate_events(events, where=str(path)))
 
 
-def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, np.ndarray]:
+def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, Any]:
     """Read and validate an event file; with `scene`, also require that scene.
 
     Returns a dict of arrays; `meta` is returned parsed, as a dict, under `meta`.

@@ -316,14 +316,14 @@ def _ingest_toss(track: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarr
     rms = float(np.sqrt(np.mean(res**2)))
     if rms > MAX_FLIGHT_RMS:
         return f"the flight is not free: fit residual {rms * 1e3:.2f} mm rms over {n} frames"
-    initial = np.asarray(_toss.free_flight(jnp.asarray(state), -t_ref), np.float64)
+    initial = np.asarray(_toss.free_flight(jnp.asarray(state), jnp.asarray(-t_ref)), np.float64)
     initial[:4] /= np.linalg.norm(initial[:4])
     if _corner_z(initial[None], _toss.HALF)[0, 0] < 0:
         return "the first frame is not above the table"
     t_impact = float(_first_crossing(jnp.asarray(initial), t[min(n + 3, len(t) - 1)]))
     if not np.isfinite(t_impact):
         return "the fitted flight does not reach the table within three frames of the last flight frame"
-    pre = np.asarray(_toss.free_flight(jnp.asarray(initial), t_impact), np.float64)
+    pre = np.asarray(_toss.free_flight(jnp.asarray(initial), jnp.asarray(t_impact)), np.float64)
     t_post = t_impact + window
     near = np.abs(t - t_post) <= LOCAL_HALF_WIDTH * _toss.FRAME_DT + 1e-9
     if t[-1] < t_post + LOCAL_HALF_WIDTH * _toss.FRAME_DT - 1e-9 or near.sum() < 3:

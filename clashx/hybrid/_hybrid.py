@@ -303,7 +303,7 @@ def impact(
     root = (-b + jnp.sqrt(jnp.maximum(b * b - 4.0 * a * (e0 - bound), 0.0))) / (2.0 * jnp.maximum(a, 1e-12))
     clamped = e1 > bound
     s = jnp.where(clamped, jnp.clip(root, 0.0, 1.0), 1.0)
-    new = qvel.at[0:2].set(v0 + s * dv).at[5].set(w0 + s * dw).at[6:8].set(s0 - ratio * s * dv_com)
+    new = jnp.asarray(qvel).at[0:2].set(v0 + s * dv).at[5].set(w0 + s * dw).at[6:8].set(s0 - ratio * s * dv_com)
     post = jnp.concatenate([geo.rot2(-yaw) @ (v0 + s * dv), (w0 + s * dw)[None]])
     return Impact(qvel=new, post_velocity=post, strike=strike, clamped=clamped)
 
@@ -311,7 +311,7 @@ def impact(
 def carry(qpos: Float[Array, "10"], qvel: Float[Array, "9"], post_velocity: Float[Array, "3"]) -> Float[Array, "9"]:
     """The block's velocity set to the prediction (block frame → world at the current yaw), other velocities kept."""
     yaw = _strike.block_pose(qpos)[2]
-    return qvel.at[0:2].set(geo.rot2(yaw) @ post_velocity[:2]).at[5].set(post_velocity[2])
+    return jnp.asarray(qvel).at[0:2].set(geo.rot2(yaw) @ post_velocity[:2]).at[5].set(post_velocity[2])
 
 
 def release(

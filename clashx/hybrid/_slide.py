@@ -408,7 +408,10 @@ def hybrid_tracks_c(
     out = []
     for i in range(n):
         q = Query(
-            strikes[i], np.asarray(start_poses[i], np.float64), np.float64(t_touch[i]), np.asarray(times[i], np.float64)
+            strikes[i],
+            np.asarray(start_poses[i], np.float64),
+            np.asarray(t_touch[i], np.float64),
+            np.asarray(times[i], np.float64),
         )
         out.append(np.asarray(place_track(local[i], sim.settings.dt_slide, out6[i].astype(np.float64), q), np.float64))
     return out

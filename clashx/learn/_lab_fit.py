@@ -190,14 +190,16 @@ def fit_recording(
     prior = dict(config.prior_std)
     span_mu2 = space.high[space.index("mu2")] - space.low[space.index("mu2")]
     t0 = time.perf_counter()
-    common = dict(n_starts=config.n_starts, iterations=config.iterations, free=config.free, robust=config.robust)
-    stage1 = identify(
-        model, strikes, labels, key=k_stage1, base=base, prior_std=prior | {"mu2": config.stage1_slide_std}, **common
-    )
+
+    def search(key, base, prior_std):
+        return identify(
+            model, strikes, labels, key=key, base=base, prior_std=prior_std, n_starts=config.n_starts,
+            iterations=config.iterations, free=config.free, robust=config.robust,
+        )  # fmt: skip
+
+    stage1 = search(k_stage1, base, prior | {"mu2": config.stage1_slide_std})
     joint_prior = prior | {"mu2": max(mu2_std / span_mu2, config.min_slide_std)}
-    joint = identify(
-        model, strikes, labels, key=k_joint, base=np.asarray(stage1.params), prior_std=joint_prior, **common
-    )
+    joint = search(k_joint, np.asarray(stage1.params), joint_prior)
     times["identify_s"] = time.perf_counter() - t0
     params = np.asarray(joint.params, np.float64)
 

@@ -63,7 +63,7 @@ def _checkpoint(run: str, ckpt_meta: str, cfg_json: dict, epoch: int, model, opt
 
 def train_epochs(
     model,
-    batch_loss: Callable[[Any, tuple], jax.Array],
+    batch_loss: Callable[[Any, tuple], Any],
     data: tuple[jax.Array, ...],
     *,
     key: PRNGKeyArray,

@@ -30,7 +30,9 @@ import numpy as np
 from evosax.algorithms import CMA_ES
 
 from ..core._types import Array, Float, PRNGKeyArray
+from ..hybrid._hybrid import Handler, HybridSim
 from ..scenes import _geometry as geo
+from ..scenes._strike import StrikeSim
 
 _LOW = jnp.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
 _HIGH = jnp.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
@@ -258,8 +260,8 @@ ENGINES = ("mjx-hybrid", "cpu-hybrid", "mujoco-c", "mjx", "mujoco-c-two-phase")
 class HybridEvaluator(eqx.Module):
     """Rest poses of strikes in the MJX hybrid (a pytree, so one compile serves every target)."""
 
-    hs: object
-    handler: object
+    hs: HybridSim
+    handler: Handler
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
@@ -271,7 +273,7 @@ class HybridEvaluator(eqx.Module):
 class MJXEvaluator(eqx.Module):
     """Rest poses of strikes in MJX with full contact (the scene's two models and timesteps)."""
 
-    sim: object
+    sim: StrikeSim
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:

@@ -189,7 +189,7 @@ def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Arra
 
 def parked(qpos: Float[Array, "10"], qvel: Float[Array, "9"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
     """The state with the striker pulled away: parked off the scene, at rest."""
-    return qpos.at[_STRIKER_Q].set(0.0), qvel.at[_STRIKER_V].set(0.0)
+    return jnp.asarray(qpos).at[_STRIKER_Q].set(0.0), jnp.asarray(qvel).at[_STRIKER_V].set(0.0)
 
 
 def _with_params(sim: StrikeSim, params: Float[Array, "p"]) -> mjx.Model:
@@ -242,7 +242,7 @@ def release_rule(sim: StrikeSim, found, touch_k, depth, closing, q_a, v_a, q_b, 
     t_touch = touch_k * dt - tau
     w = 1.0 - tau / dt
     post = (1.0 - w) * block_velocity(q_a, v_a) + w * block_velocity(q_b, v_b)
-    pose_a, pose_b = block_pose(q_a), block_pose(q_b)
+    pose_a, pose_b = jnp.asarray(block_pose(q_a)), block_pose(q_b)
     pose_a = pose_a.at[2].set(pose_b[2] + jnp.remainder(pose_a[2] - pose_b[2] + jnp.pi, 2 * jnp.pi) - jnp.pi)
     pose = (1.0 - w) * pose_a + w * pose_b
     return (

@@ -70,7 +70,7 @@ import numpy as np
 
 from ..core import _batch
 from ..core._mjx import mjx
-from ..core._params import ParamSpace
+from ..core._params import Layout, ParamSpace
 from ..core._shard import map_batched, spread
 from ..core._types import Array, Bool, Float, PRNGKeyArray
 from . import _scenes
@@ -193,8 +193,8 @@ def crossing_time(state: Float[Array, "13"], tau_max: Float[Array, ""], iters: i
 
 def interpolate_states(a: Float[Array, "13"], b: Float[Array, "13"], s: Float[Array, ""]) -> Float[Array, "13"]:
     """Linear interpolation between two nearby states (quaternion renormalised), s in [0, 1]."""
-    b = b.at[0:4].multiply(jnp.where(jnp.dot(a[0:4], b[0:4]) < 0, -1.0, 1.0))
-    out = (1 - s) * a + s * b
+    b = jnp.asarray(b).at[0:4].multiply(jnp.where(jnp.dot(a[0:4], b[0:4]) < 0, -1.0, 1.0))
+    out = jnp.asarray((1 - s) * a + s * b)
     return out.at[0:4].set(out[0:4] / jnp.linalg.norm(out[0:4]))
 
 
@@ -225,7 +225,7 @@ class TossSim(eqx.Module):
 
     settings: _scenes.SolverSettings = eqx.field(static=True)
     space: ParamSpace
-    rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    rows: Layout = eqx.field(static=True)
     model: mjx.Model
     table_geom: int = eqx.field(static=True)
     corner_geoms: tuple[int, ...] = eqx.field(static=True)

@@ -152,7 +152,7 @@ class CubeSurrogate(AbstractSurrogate):
 
     def normalised(self, pre: Float[Array, "13"], params: Float[Array, "p"]) -> Float[Array, "12"]:
         """The raw network output: the targets in units of `out_std` about `out_mean`."""
-        return self.mlp(self.features(pre, params))
+        return self.mlp(jnp.asarray(self.features(pre, params)))
 
     def targets(self, pre: Float[Array, "13"], params: Float[Array, "p"]) -> Float[Array, "12"]:
         """Predicted aligned-frame targets (`impact_targets`)."""

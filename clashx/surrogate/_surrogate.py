@@ -86,7 +86,7 @@ class Surrogate(AbstractSurrogate):
 
     def release(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "6"]:
         """(vx, vy, ωz) at release, block frame (m/s, rad/s), and (dx, dy, dyaw) over the window (m, rad)."""
-        y = self.mlp(self.features(strike, params))
+        y = self.mlp(jnp.asarray(self.features(strike, params)))
         return strike[2] * (self.out_mean + self.out_std * y)
 
     def __call__(self, strike: Float[Array, "3"], params: Float[Array, "p"]) -> Float[Array, "3"]:

@@ -89,7 +89,9 @@ def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
     hs = cached_hybrid(sims, shape)
     check = hybrid_rollouts_c(hs, model, np.asarray(strike)[None], params)
     times = np.arange(0, 400) / 120.0
-    predicted = hybrid_tracks_c(hs.sim, model, np.asarray(strike)[None], params, start[None], check.t_touch, [times])
+    predicted = hybrid_tracks_c(
+        hs.sim, model, np.asarray(strike)[None], params, start[None], np.asarray(check.t_touch), [times]
+    )
     plot_tracks(
         {"planned (clashx hybrid)": predicted[0], "recorded strike to the target": track},
         os.path.join(out, f"strike_{shape}.png"),
