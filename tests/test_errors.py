@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import clashx
+from clashx import StrikeSim
 from clashx.core import _engine
 from clashx.events import _generate
 from clashx.learn import _pretrain
@@ -88,17 +89,17 @@ def test_engine_auto_is_the_default_and_help_says_so(capsys):
 
 def test_generate_records_the_resolved_engine_and_resumes_with_auto(tmp_path, monkeypatch, capsys):
     out = tmp_path / "a.npz"
-    real = _generate._StrikeJob.simulate
+    real = StrikeSim.simulate_events
 
-    def dying(self, strikes, params):  # killed while simulating the second chunk
+    def dying(self, strikes, params, **kw):  # killed while simulating the second chunk
         if os.path.exists(str(out) + ".parts/chunk-00000.npz"):
             raise KeyboardInterrupt
-        return real(self, strikes, params)
+        return real(self, strikes, params, **kw)
 
-    monkeypatch.setattr(_generate._StrikeJob, "simulate", dying)
+    monkeypatch.setattr(StrikeSim, "simulate_events", dying)
     with pytest.raises(KeyboardInterrupt):
         _run([*GEN, "--n", "8", "--out", str(out)])
-    monkeypatch.setattr(_generate._StrikeJob, "simulate", real)
+    monkeypatch.setattr(StrikeSim, "simulate_events", real)
     manifest = json.loads((tmp_path / "a.npz.parts" / "manifest.json").read_text())
     expected = "c" if jax.default_backend() == "cpu" else "mjx"
     assert manifest["config"]["engine"] == expected
@@ -214,7 +215,9 @@ def test_a_damaged_chunk_is_made_again(tmp_path, capsys):
     config = _generate.GenerateConfig(
         scene="strike", shape="square", n=8, out=str(out), chunk_size=4, engine="c", to_rest=False
     )
-    (parts / "manifest.json").write_text(json.dumps(_generate._manifest(config, _generate._StrikeJob(config))))
+    (parts / "manifest.json").write_text(
+        json.dumps(_generate._manifest(config, clashx.make_scene("strike", config.shape)))
+    )
     (parts / "chunk-00000.npz").write_bytes(b"PK\x03\x04 half a zip")
     capsys.readouterr()
     assert _run([*GEN, "--n", "8", "--engine", "c", "--out", out]) == 0
@@ -230,7 +233,7 @@ def test_a_resume_with_other_flags_names_each_difference(tmp_path, capsys):
         scene="strike", shape="square", n=8, seed=3, out=str(out), chunk_size=4, engine="c", to_rest=False
     )
     os.makedirs(str(out) + ".parts")
-    manifest = _generate._manifest(config, _generate._StrikeJob(config))
+    manifest = _generate._manifest(config, clashx.make_scene("strike", config.shape))
     (tmp_path / "out.npz.parts" / "manifest.json").write_text(json.dumps(manifest))
     _fails([*GEN, "--n", "12", "--seed", "4", "--engine", "c", "--out", out], capsys,
            "--seed 3 there, 4 now", "--n 8 there, 12 now", "another --out", "delete")  # fmt: skip

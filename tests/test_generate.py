@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from clashx import load_events, strike_space
+from clashx import StrikeSim, load_events, make_scene, strike_space
 from clashx.events import _generate
 from clashx.workflows._cli import main as cli_main
 
@@ -48,15 +48,15 @@ def test_other_seed_other_data(tmp_path):
 def test_resume_after_a_kill_neither_loses_nor_redoes_chunks(tmp_path, monkeypatch):
     _generate.generate(_config(tmp_path, "whole.npz"))
     calls = []
-    real = _generate._StrikeJob.simulate
+    real = StrikeSim.simulate_events
 
-    def dying(self, strikes, params):
+    def dying(self, strikes, params, **kw):
         calls.append(len(strikes))
         if len(calls) == 2:
             raise KeyboardInterrupt  # killed while simulating the second chunk
-        return real(self, strikes, params)
+        return real(self, strikes, params, **kw)
 
-    monkeypatch.setattr(_generate._StrikeJob, "simulate", dying)
+    monkeypatch.setattr(StrikeSim, "simulate_events", dying)
     cfg = _config(tmp_path, "resumed.npz")
     with pytest.raises(KeyboardInterrupt):
         _generate.generate(cfg)
@@ -64,7 +64,7 @@ def test_resume_after_a_kill_neither_loses_nor_redoes_chunks(tmp_path, monkeypat
     assert sorted(os.listdir(cfg.out + ".parts")) == ["chunk-00000.npz", "manifest.json"]
     calls.clear()
     monkeypatch.setattr(
-        _generate._StrikeJob, "simulate", lambda self, s, p: (calls.append(len(s)), real(self, s, p))[1]
+        StrikeSim, "simulate_events", lambda self, s, p, **kw: (calls.append(len(s)), real(self, s, p, **kw))[1]
     )
     _generate.generate(cfg)
     assert calls == [4, 2]  # chunk 0 was not redone; chunks 1 and 2 were made
@@ -76,7 +76,7 @@ def test_resume_after_a_kill_neither_loses_nor_redoes_chunks(tmp_path, monkeypat
 def test_resume_with_other_settings_is_refused(tmp_path):
     cfg = _config(tmp_path, "x.npz")
     os.makedirs(cfg.out + ".parts")
-    other = _generate._manifest(_config(tmp_path, "x.npz", seed=99), _generate._StrikeJob(cfg))
+    other = _generate._manifest(_config(tmp_path, "x.npz", seed=99), make_scene("strike", cfg.shape))
     with open(os.path.join(cfg.out + ".parts", "manifest.json"), "w") as f:
         json.dump(other, f)
     with pytest.raises(ValueError, match="interrupted run with other settings"):

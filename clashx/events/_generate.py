@@ -23,13 +23,14 @@ from collections.abc import Callable
 from importlib import metadata
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..core._engine import resolve_engine
 from ..core._io import describe_changes, write_json
 from ..scenes import _geometry as geo
-from ..scenes import _strike
+from ..scenes._registry import make_scene
+from ..scenes._scene import AbstractImpactScene
+from ..scenes._strike import sample_strikes as sample_strikes  # re-exported: its old home
 from . import _events
 
 SCENES = ("strike", "cube-toss")
@@ -98,70 +99,11 @@ def versions() -> dict[str, str]:
     return out
 
 
-def sample_strikes(n: int, *, key) -> jax.Array:
-    """`n` strikes (θ, θ1, v_pre) uniform over SCENE.md's ranges, (n, 3)."""
-    lo = jnp.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
-    hi = jnp.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
-    return lo + jax.random.uniform(key, (n, 3)) * (hi - lo)
-
-
-class _StrikeJob:
-    """Sampling and simulation of strike chunks, compiled once per run."""
-
-    def __init__(self, config: GenerateConfig):
-        self.config = config
-        self.sim = _strike.make_strike_sim(config.shape)
-
-    def meta(self) -> dict:
-        return {
-            "strike_ranges": {k: list(v) for k, v in geo.STRIKE_RANGES.items()},
-            "param_space": self.sim.space.describe(),
-            "solver": dataclasses.asdict(self.sim.settings),
-            "release_after_s": _strike.RELEASE_AFTER,
-            "max_time_s": _strike.MAX_TIME,
-        }
-
-    def inputs(self, key, n):
-        k_strike, k_params = jax.random.split(key)
-        return np.asarray(sample_strikes(n, key=k_strike)), np.asarray(self.sim.space.sample(n, key=k_params))
-
-    def simulate(self, strikes, params) -> dict:
-        cfg = self.config
-        if cfg.engine == "c":
-            ev = _strike.simulate_strikes_c(self.sim, strikes, params, to_rest=cfg.to_rest)
-        else:
-            ev = _strike.simulate_strikes_mjx(self.sim, jnp.asarray(strikes), jnp.asarray(params), to_rest=cfg.to_rest)
-        touched = np.asarray(ev.touched)
-        start = np.broadcast_to(np.asarray(_strike.block_pose(self.sim.block_rest)), (len(strikes), 3))
-        return {
-            "scene": "strike",
-            "shape": cfg.shape,
-            "source": cfg.engine if cfg.engine == "mjx" else "mujoco-c",
-            "strike": strikes,
-            "params": params,
-            "post_velocity": np.where(touched[:, None], np.asarray(ev.post_velocity, np.float64), np.nan),
-            "release_pose": np.asarray(ev.release_pose, np.float64),
-            "t_touch": np.asarray(ev.t_touch, np.float64),  # NaN for a miss, from both engines
-            "t_release": np.asarray(ev.t_release, np.float64),
-            "touched": touched,
-            "start_pose": start,
-            "rest_pose": np.asarray(ev.rest_pose),
-        }
-
-
-def _job(config: GenerateConfig):
-    if config.scene == "strike":
-        return _StrikeJob(config)
-    from ..scenes._toss import CubeTossJob  # the cube-toss scene's sampler and simulator
-
-    return CubeTossJob(config)
-
-
-def _manifest(config: GenerateConfig, job) -> dict:
+def _manifest(config: GenerateConfig, scene: AbstractImpactScene) -> dict:
     return {
         "config": dataclasses.asdict(config) | {"out": os.path.basename(config.out)},
         "versions": versions(),
-        **job.meta(),
+        **scene.describe(),
     }
 
 
@@ -187,8 +129,8 @@ def generate(
     """
     config = dataclasses.replace(config, engine=resolve_engine(config.engine, cpu="c", accelerator="mjx"))
     report = report or (lambda line: None)
-    job = _job(config)
-    manifest = _manifest(config, job)
+    scene = make_scene(config.scene, config.shape)
+    manifest = _manifest(config, scene)
     parts = config.out + ".parts"
     _open_parts(parts, manifest, report)
     n_chunks = -(-config.n // config.chunk_size)
@@ -201,7 +143,7 @@ def generate(
         if events is None:
             if os.path.exists(path):
                 report(f"{path}: damaged or incomplete chunk; simulating it again")
-            events = _make_chunk(job, config, jax.random.fold_in(root, i), size)
+            events = _make_chunk(scene, config, jax.random.fold_in(root, i), size)
             events["meta"] = json.dumps({"chunk": i})
             _events.save_events(path, events)
         chunks.append(events)
@@ -249,10 +191,11 @@ def _read_chunk(path: str, size: int, scene: str) -> dict | None:
     return events if _events.n_events(events) == size else None
 
 
-def _make_chunk(job, config: GenerateConfig, key, size: int) -> dict:
+def _make_chunk(scene: AbstractImpactScene, config: GenerateConfig, key, size: int) -> dict:
     """Sample and simulate one chunk of `size` events from `key`."""
-    inputs = job.inputs(key, size)
+    inputs, params = scene.sample_inputs(size, key=key)
     if config.engine == "mjx":  # a short last chunk is padded: one compiled shape per run
-        full = min(config.chunk_size, config.n)
-        inputs = [np.concatenate([a, np.repeat(a[-1:], full - size, 0)]) for a in inputs]
-    return _events.select(job.simulate(*inputs), slice(0, size))
+        pad = min(config.chunk_size, config.n) - size
+        inputs, params = (np.concatenate([a, np.repeat(a[-1:], pad, 0)]) for a in (inputs, params))
+    events = scene.simulate_events(inputs, params, engine=config.engine, to_rest=config.to_rest)
+    return _events.select(events, slice(0, size))

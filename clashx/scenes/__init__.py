@@ -1,7 +1,9 @@
-"""The simulated scenes: MJCF models, the strike (SCENE.md) and the cube toss, their geometry and parameter spaces."""
+"""The simulated scenes: AbstractImpactScene, the strike (SCENE.md) and the cube toss as its instances, MJCF, geometry, parameter spaces."""
 
 from ._geometry import SHAPES as SHAPES
 from ._geometry import impact_geometry as impact_geometry
+from ._registry import make_scene as make_scene
+from ._scene import AbstractImpactScene as AbstractImpactScene
 from ._scenes import SolverSettings as SolverSettings
 from ._spaces import cube_space as cube_space
 from ._spaces import strike_space as strike_space

@@ -19,8 +19,9 @@ functions on numpy arrays around `mujoco.batch.Batch` rollouts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
 import jax
@@ -32,9 +33,10 @@ from ..core import _batch
 from ..core._mjx import mjx
 from ..core._params import Layout, ParamSpace
 from ..core._shard import map_batched, spread
-from ..core._types import Array, Bool, Float
+from ..core._types import Array, Bool, Float, PRNGKeyArray
 from . import _geometry as geo
 from . import _scenes
+from ._scene import AbstractImpactScene
 from ._spaces import strike_space
 
 RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away
@@ -66,7 +68,14 @@ class StrikeEvent(eqx.Module):
     rest_pose: Float[Array, "3"]
 
 
-class StrikeSim(eqx.Module):
+def sample_strikes(n: int, *, key: PRNGKeyArray) -> jax.Array:
+    """`n` strikes (θ, θ1, v_pre) uniform over SCENE.md's ranges, (n, 3)."""
+    lo = jnp.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
+    hi = jnp.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+    return lo + jax.random.uniform(key, (n, 3)) * (hi - lo)
+
+
+class StrikeSim(AbstractImpactScene):
     """The strike scene of one block shape, ready to simulate on MJX or MuJoCo C.
 
     Build with `make_strike_sim(shape)`.  Static configuration is static; the
@@ -86,6 +95,53 @@ class StrikeSim(eqx.Module):
     n_contact: int = eqx.field(static=True)
     n_window: int = eqx.field(static=True)
     n_slide: int = eqx.field(static=True)
+
+    name: ClassVar[str] = "strike"
+    pair: ClassVar[tuple[str, str]] = ("striker", "block")
+
+    @property
+    def window(self) -> float:
+        return RELEASE_AFTER
+
+    def mjcf(self) -> str:
+        return _scenes.strike_xml(self.shape, self.settings)
+
+    def sample_inputs(self, n: int, *, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
+        """`n` strikes (θ, θ1, v_pre) uniform over SCENE.md's ranges and `n` draws of the space's prior."""
+        k_strike, k_params = jax.random.split(key)
+        return np.asarray(sample_strikes(n, key=k_strike)), np.asarray(self.space.sample(n, key=k_params))
+
+    def simulate_events(self, inputs: np.ndarray, params: np.ndarray, *, engine: str, to_rest: bool = True) -> dict:
+        """Strike events (`clashx.events` "strike" schema) of a batch, on MuJoCo C ("c") or MJX ("mjx")."""
+        if engine == "c":
+            ev = simulate_strikes_c(self, inputs, params, to_rest=to_rest)
+        else:
+            ev = simulate_strikes_mjx(self, jnp.asarray(inputs), jnp.asarray(params), to_rest=to_rest)
+        touched = np.asarray(ev.touched)
+        start = np.broadcast_to(np.asarray(block_pose(self.block_rest)), (len(inputs), 3))
+        return {
+            "scene": "strike",
+            "shape": self.shape,
+            "source": engine if engine == "mjx" else "mujoco-c",
+            "strike": inputs,
+            "params": params,
+            "post_velocity": np.where(touched[:, None], np.asarray(ev.post_velocity, np.float64), np.nan),
+            "release_pose": np.asarray(ev.release_pose, np.float64),
+            "t_touch": np.asarray(ev.t_touch, np.float64),  # NaN for a miss, from both engines
+            "t_release": np.asarray(ev.t_release, np.float64),
+            "touched": touched,
+            "start_pose": start,
+            "rest_pose": np.asarray(ev.rest_pose),
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "strike_ranges": {k: list(v) for k, v in geo.STRIKE_RANGES.items()},
+            "param_space": self.space.describe(),
+            "solver": dataclasses.asdict(self.settings),
+            "release_after_s": RELEASE_AFTER,
+            "max_time_s": MAX_TIME,
+        }
 
     def mj_model(self, touch_sensor: bool = False) -> mujoco.MjModel:
         """A fresh MuJoCo C model of the contact phase (nominal parameters), ready for `space.apply_c`."""

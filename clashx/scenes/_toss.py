@@ -61,6 +61,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -74,6 +75,7 @@ from ..core._params import Layout, ParamSpace
 from ..core._shard import map_batched, spread
 from ..core._types import Array, Bool, Float, PRNGKeyArray
 from . import _scenes
+from ._scene import AbstractImpactScene
 from ._spaces import cube_space
 
 FRAME_DT = 1.0 / 148.0  # s between frames of the ContactNets recordings
@@ -220,7 +222,7 @@ class TossEvent(eqx.Module):
     track: Float[Array, "frames 13"]
 
 
-class TossSim(eqx.Module):
+class TossSim(AbstractImpactScene):
     """The cube-toss scene, ready to simulate on MJX or MuJoCo C.  Build with `make_toss_sim()`."""
 
     settings: _scenes.SolverSettings = eqx.field(static=True)
@@ -230,6 +232,34 @@ class TossSim(eqx.Module):
     table_geom: int = eqx.field(static=True)
     corner_geoms: tuple[int, ...] = eqx.field(static=True)
     n_event_frames: int = eqx.field(static=True)
+
+    name: ClassVar[str] = "cube-toss"
+    pair: ClassVar[tuple[str, str]] = ("table", "cube")
+
+    @property
+    def window(self) -> float:
+        return WINDOW
+
+    def mjcf(self) -> str:
+        return _scenes.cube_xml(self.settings)
+
+    def sample_inputs(self, n: int, *, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
+        """`n` initial toss states (`INIT_RANGES`) and `n` draws of the space's prior."""
+        states, params = sample_toss_inputs(n, key=key)
+        return np.asarray(states), np.asarray(params)
+
+    def simulate_events(self, inputs: np.ndarray, params: np.ndarray, *, engine: str, to_rest: bool = True) -> dict:
+        """Cube-toss events (`clashx.events` "cube-toss" schema) of a batch of initial states (to_rest: unused)."""
+        return toss_events(self, inputs, params, engine=engine)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "init_ranges": {k: list(v) for k, v in INIT_RANGES.items()},
+            "param_space": self.space.describe(),
+            "solver": dataclasses.asdict(self.settings),
+            "window_s": WINDOW,
+            "frame_dt": FRAME_DT,
+        }
 
     @property
     def dt(self) -> float:
@@ -558,27 +588,3 @@ def toss_events(
         "toss_id": rows.astype(np.int64),
         "meta": json.dumps(meta),
     }
-
-
-class CubeTossJob:
-    """Sampling and simulation of cube-toss chunks for `clashx.events._generate`, compiled once per run."""
-
-    def __init__(self, config):
-        self.config = config
-        self.sim = make_toss_sim()
-
-    def meta(self) -> dict:
-        return {
-            "init_ranges": {k: list(v) for k, v in INIT_RANGES.items()},
-            "param_space": self.sim.space.describe(),
-            "solver": dataclasses.asdict(self.sim.settings),
-            "window_s": WINDOW,
-            "frame_dt": FRAME_DT,
-        }
-
-    def inputs(self, key, n):
-        states, params = sample_toss_inputs(n, key=key)
-        return np.asarray(states), np.asarray(params)
-
-    def simulate(self, states, params) -> dict:
-        return toss_events(self.sim, states, params, engine=self.config.engine)
