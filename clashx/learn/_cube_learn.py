@@ -89,16 +89,15 @@ def normalised_loss(
     pre: Float[Array, "n 13"],
     params: Float[Array, "n p"],
     targets: Float[Array, "n 12"],
-    scale: Float[Array, "12"],
+    reference: CubeSurrogate,
 ) -> Float[Array, ""]:
-    """Mean squared error of the predicted targets in units of `scale` (fixed: the pretrained `out_std`).
+    """Mean `CubeSurrogate.example_loss` of the events, in units of `reference.out_std` (fixed during training).
 
-    The scale is an argument, not read from the model being trained: were it
+    The scale comes from `reference`, not from the model being trained: were it
     the model's own `out_std`, growing it would shrink the loss without
     improving a single prediction.
     """
-    pred = jax.vmap(model.targets)(pre, params)
-    return jnp.mean(((pred - targets) / scale) ** 2)
+    return jnp.mean(jax.vmap(lambda x, p, y: model.example_loss(x, y, p, reference))(pre, params, targets))
 
 
 @eqx.filter_jit
@@ -147,7 +146,7 @@ def pretrain_cube(
     )
     x_tr, p_tr, y_tr = (jnp.asarray(a[train], jnp.float32) for a in (pre, params, targets))
     x_va, p_va, y_va = (jnp.asarray(a[val], jnp.float32) for a in (pre, params, targets))
-    scale = model.out_std
+    initial = model  # its out_std, the training set's spread, is the loss's unit
     # the MLP's weights train; the target normalisers stay at the training set's statistics
     spec = eqx.tree_at(
         lambda m: (m.out_mean, m.out_std), jax.tree.map(eqx.is_inexact_array, model), replace=(False, False)
@@ -155,7 +154,7 @@ def pretrain_cube(
     val_loss = eqx.filter_jit(normalised_loss)
     model, history = train_epochs(
         model,
-        lambda m, b: normalised_loss(m, b[0], b[1], b[2], scale),
+        lambda m, b: normalised_loss(m, b[0], b[1], b[2], initial),
         (x_tr, p_tr, y_tr),
         key=k_shuffle,
         epochs=config.epochs,
@@ -163,22 +162,17 @@ def pretrain_cube(
         lr=config.lr,
         weight_decay=config.weight_decay,
         trainable=spec,
-        evaluate=lambda m: {"val_loss": float(val_loss(m, x_va, p_va, y_va, scale))},
+        evaluate=lambda m: {"val_loss": float(val_loss(m, x_va, p_va, y_va, initial))},
         run=config.out,
-        run_config=_json_config(config),
+        run_config=dataclasses.asdict(config),
         flags=FLAGS,
         progress=progress,
         report=report,
     )
     final = target_errors(model, pre[val], params[val], targets[val]) | {"val_loss": history[-1]["val_loss"]}
     result = {"validation": final, "n_train": int(len(train)), "n_val": int(len(val)), "history": history}
-    save_cube_surrogate(config.out, model, extra={"pretrain": _json_config(config), "validation": final})
+    save_cube_surrogate(config.out, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
     return model, result
-
-
-def _json_config(config: PretrainConfig) -> dict:
-    """The config as JSON has it (a tuple of data files becomes a list), so a resumed run compares equal."""
-    return json.loads(json.dumps(dataclasses.asdict(config)))
 
 
 # --- identification: `clashx.identify` on the targets ----------------------------------------------

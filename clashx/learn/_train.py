@@ -105,13 +105,14 @@ def train_epochs(
     opt = optax.adamw(schedule, weight_decay=weight_decay)
     opt_state = opt.init(eqx.filter(model, spec))
     start_epoch, history = 0, []
+    run_config = json.loads(json.dumps(run_config or {}))  # as the checkpoint holds it (tuples become lists)
     ckpt_meta = ""
     if run is not None:
         os.makedirs(run, exist_ok=True)
         ckpt_meta = os.path.join(run, "checkpoint.json")
         if os.path.exists(ckpt_meta):
             model, opt_state, start_epoch, history = _resume(
-                run, ckpt_meta, run_config or {}, flags or {}, (model, opt_state)
+                run, ckpt_meta, run_config, flags or {}, (model, opt_state)
             )
             if report is not None and start_epoch < epochs:
                 report(f"{run}: resuming at epoch {start_epoch + 1} of {epochs} ({start_epoch} done)")
@@ -139,7 +140,7 @@ def train_epochs(
         metrics["elapsed_s"] = time.perf_counter() - t0
         history.append(metrics)
         if run is not None:
-            _checkpoint(run, ckpt_meta, run_config or {}, epoch + 1, model, opt_state, history)
+            _checkpoint(run, ckpt_meta, run_config, epoch + 1, model, opt_state, history)
         if progress is not None:
             progress(epoch + 1, epochs, metrics)
     return model, history
