@@ -44,6 +44,7 @@ from .optimize import identify_from_rest as identify_from_rest
 from .optimize import optimize as optimize
 from .scenes import SHAPES as SHAPES
 from .scenes import AbstractImpactScene as AbstractImpactScene
+from .scenes import PairScene as PairScene
 from .scenes import SolverSettings as SolverSettings
 from .scenes import StrikeEvent as StrikeEvent
 from .scenes import StrikeSim as StrikeSim
@@ -51,6 +52,7 @@ from .scenes import TossEvent as TossEvent
 from .scenes import TossSim as TossSim
 from .scenes import cube_space as cube_space
 from .scenes import impact_geometry as impact_geometry
+from .scenes import load_scene as load_scene
 from .scenes import make_scene as make_scene
 from .scenes import make_strike_sim as make_strike_sim
 from .scenes import make_toss_sim as make_toss_sim

@@ -58,13 +58,25 @@ def rollout(
     Returns:
         {field: (nsim, n_steps, ...)}: record j holds the state after step j + 1.
     """
+    reset(batch, qpos, qvel, time=time, warmstart=warmstart)
+    return batch.rollout(int(n_steps), record=tuple(record))
+
+
+def reset(
+    batch: mujoco.batch.Batch,
+    qpos: np.ndarray,
+    qvel: np.ndarray,
+    *,
+    time: float | np.ndarray = 0.0,
+    warmstart: np.ndarray | None = None,
+) -> None:
+    """Reset every world of `batch` to (qpos, qvel, time) (and the solver's warm start; default zero)."""
     batch.reset(stage=mujoco.mjtStage.mjSTAGE_NONE.value)
     batch.bind("qpos")[:] = qpos
     batch.bind("qvel")[:] = qvel
     batch.bind("time")[:] = time
     if warmstart is not None:
         batch.bind("qacc_warmstart")[:] = warmstart
-    return batch.rollout(int(n_steps), record=tuple(record))
 
 
 def advance(batch: mujoco.batch.Batch, n_steps: int, *, record: Sequence[str] = ("qpos",)) -> dict[str, np.ndarray]:

@@ -32,6 +32,18 @@ files: `qw qx qy qz | x y z | wx wy wz (body frame) | vx vy vz (world)`:
 | params | (N, 3) | μ, time constant, damping ratio simulated with; NaN for real events |
 | toss_id | (N,) int | the toss's number in its source |
 
+Events of a user's scene (`scene = "pair"`, `clashx.scenes.PairScene`; `shape` is the
+scene's name), N rows, d = the pair's joint coordinates and velocities:
+
+| key | shape | meaning |
+|---|---|---|
+| launch | (N, nq + nv) | the world's (qpos ‖ qvel) at launch |
+| pre_state | (N, d) | the pair's (qpos ‖ qvel) at the touch; NaN without one |
+| post_state | (N, d) | the same, the scene's window later; NaN without a touch |
+| t_impact | (N,) | the touch, s after launch; NaN without one |
+| touched | (N,) bool | the pair touched within the scene's approach time |
+| params | (N, p) | the scene's parameter values simulated with; NaN for real events |
+
 Scalar string keys: `format` (= FORMAT), `scene`, `shape` ("" for the cube),
 `source` ("mjx", "mujoco-c", "strike-lab", "contactnets", "user", ...),
 `meta` (a JSON object: parameter space, ranges, solver settings, versions, seed...).
@@ -69,14 +81,23 @@ SCHEMAS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
         "params": ((-1,), "f"),
         "toss_id": ((), "i"),
     },
+    "pair": {
+        "launch": ((-1,), "f"),
+        "pre_state": ((-1,), "f"),
+        "post_state": ((-1,), "f"),
+        "t_impact": ((), "f"),
+        "touched": ((), "b"),
+        "params": ((-1,), "f"),
+    },
 }
 # Columns that may hold NaN (unknown or undefined), by scene.
 NAN_ALLOWED = {
     "strike": {"params", "post_velocity", "release_pose", "post_velocity_std", "t_touch", "t_release"},
     "cube-toss": {"params"},
+    "pair": {"pre_state", "post_state", "t_impact", "params"},
 }
 # Columns that older files (or a user's) may lack: read as NaN.  A tail of -1 is any width.
-OPTIONAL = {"strike": {"release_pose", "post_velocity_std"}, "cube-toss": set()}
+OPTIONAL = {"strike": {"release_pose", "post_velocity_std"}, "cube-toss": set(), "pair": set()}
 
 
 class EventFileError(ValueError):

@@ -53,7 +53,7 @@ class GenerateConfig:
     """What to generate.
 
     Attributes:
-        scene: "strike" or "cube-toss".
+        scene: "strike", "cube-toss", or a user's `PairScene` as "module:Class" / "path/file.py:Class".
         shape: block shape for the strike scene ("" for the cube).
         n: number of events.
         seed: PRNG seed; same seed and chunk size, same data.
@@ -62,6 +62,8 @@ class GenerateConfig:
         engine: "mjx" (jit + vmap on the JAX device), "c" (MuJoCo C on all CPU cores) or
             "auto" (`clashx.core._engine.resolve_engine`: "c" where JAX has only a CPU, else "mjx").
         to_rest: also simulate the slide to rest (strike scene).
+        params: simulate every event with these values of the scene's space (e.g. to stand in
+            for a lab); default (): a draw from its prior per event.
     """
 
     scene: str
@@ -72,10 +74,13 @@ class GenerateConfig:
     chunk_size: int = 1024
     engine: str = "auto"
     to_rest: bool = True
+    params: tuple[float, ...] = ()
 
     def __post_init__(self):
-        if self.scene not in SCENES:
-            raise ValueError(f"--scene {self.scene!r}: expected one of {', '.join(SCENES)}")
+        if self.scene not in SCENES and ":" not in self.scene:
+            raise ValueError(
+                f"--scene {self.scene!r}: expected one of {', '.join(SCENES)}, or MODULE:CLASS of your scene"
+            )
         if self.scene == "strike":
             geo.check_shape(self.shape)
         if self.engine not in ENGINES:
@@ -139,7 +144,7 @@ def generate(
     for i in range(n_chunks):
         path = os.path.join(parts, f"chunk-{i:05d}.npz")
         size = min(config.chunk_size, config.n - i * config.chunk_size)
-        events = _read_chunk(path, size, config.scene)
+        events = _read_chunk(path, size, scene.schema)
         if events is None:
             if os.path.exists(path):
                 report(f"{path}: damaged or incomplete chunk; simulating it again")
@@ -194,6 +199,8 @@ def _read_chunk(path: str, size: int, scene: str) -> dict | None:
 def _make_chunk(scene: AbstractImpactScene, config: GenerateConfig, key, size: int) -> dict:
     """Sample and simulate one chunk of `size` events from `key`."""
     inputs, params = scene.sample_inputs(size, key=key)
+    if config.params:
+        params = np.tile(scene.space.check(np.asarray(config.params, np.float64), what="--params"), (size, 1))
     if config.engine == "mjx":  # a short last chunk is padded: one compiled shape per run
         pad = min(config.chunk_size, config.n) - size
         inputs, params = (np.concatenate([a, np.repeat(a[-1:], pad, 0)]) for a in (inputs, params))

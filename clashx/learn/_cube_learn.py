@@ -27,7 +27,8 @@ from ..surrogate._cube import CubeSurrogate, impact_targets, make_cube_surrogate
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
 from ._pretrain import FLAGS, PretrainConfig
-from ._train import split_indices, train_epochs
+from ._train import normalised_loss as normalised_loss
+from ._train import train_on_targets
 
 
 def cube_pretrain_config(data: str | tuple[str, ...], out: str, **settings) -> PretrainConfig:
@@ -84,22 +85,6 @@ def load_cube_training(path: str | tuple[str, ...]) -> tuple[ParamSpace, np.ndar
     return space, ev["pre_state"][ok], ev["post_state"][ok], ev["params"][ok]
 
 
-def normalised_loss(
-    model: CubeSurrogate,
-    pre: Float[Array, "n 13"],
-    params: Float[Array, "n p"],
-    targets: Float[Array, "n 12"],
-    reference: CubeSurrogate,
-) -> Float[Array, ""]:
-    """Mean `CubeSurrogate.example_loss` of the events, in units of `reference.out_std` (fixed during training).
-
-    The scale comes from `reference`, not from the model being trained: were it
-    the model's own `out_std`, growing it would shrink the loss without
-    improving a single prediction.
-    """
-    return jnp.mean(jax.vmap(lambda x, p, y: model.example_loss(x, y, p, reference))(pre, params, targets))
-
-
 @eqx.filter_jit
 def _predict_targets(model: CubeSurrogate, pre, params):
     return jax.vmap(model.targets)(pre, params)
@@ -133,44 +118,17 @@ def pretrain_cube(
     """
     space, pre, post, params = load_cube_training(config.data)
     targets = np.asarray(_batch_targets(jnp.asarray(pre), jnp.asarray(post)))
-    key = jax.random.PRNGKey(config.seed)
-    k_split, k_init, k_shuffle = jax.random.split(key, 3)
-    train, val = split_indices(len(pre), config.val_fraction, k_split)
-    model = make_cube_surrogate(
-        key=k_init,
-        space=space,
-        width=config.width,
-        depth=config.depth,
-        out_mean=targets[train].mean(0),
-        out_std=targets[train].std(0) + 1e-6,
-    )
-    x_tr, p_tr, y_tr = (jnp.asarray(a[train], jnp.float32) for a in (pre, params, targets))
-    x_va, p_va, y_va = (jnp.asarray(a[val], jnp.float32) for a in (pre, params, targets))
-    initial = model  # its out_std, the training set's spread, is the loss's unit
-    # the MLP's weights train; the target normalisers stay at the training set's statistics
-    spec = eqx.tree_at(
-        lambda m: (m.out_mean, m.out_std), jax.tree.map(eqx.is_inexact_array, model), replace=(False, False)
-    )
-    val_loss = eqx.filter_jit(normalised_loss)
-    model, history = train_epochs(
-        model,
-        lambda m, b: normalised_loss(m, b[0], b[1], b[2], initial),
-        (x_tr, p_tr, y_tr),
-        key=k_shuffle,
-        epochs=config.epochs,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-        trainable=spec,
-        evaluate=lambda m: {"val_loss": float(val_loss(m, x_va, p_va, y_va, initial))},
-        run=config.out,
-        run_config=dataclasses.asdict(config),
-        flags=FLAGS,
-        progress=progress,
-        report=report,
+
+    def make(key, out_mean, out_std):
+        return make_cube_surrogate(
+            key=key, space=space, width=config.width, depth=config.depth, out_mean=out_mean, out_std=out_std
+        )
+
+    model, history, val = train_on_targets(
+        make, pre, params, targets, config, flags=FLAGS, progress=progress, report=report
     )
     final = target_errors(model, pre[val], params[val], targets[val]) | {"val_loss": history[-1]["val_loss"]}
-    result = {"validation": final, "n_train": int(len(train)), "n_val": int(len(val)), "history": history}
+    result = {"validation": final, "n_train": int(len(pre) - len(val)), "n_val": int(len(val)), "history": history}
     save_cube_surrogate(config.out, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
     return model, result
 

@@ -1,12 +1,14 @@
 """The one pretraining loop of clashx: minibatch AdamW with cosine decay, checkpointed every epoch, resumable.
 
 Every surrogate is pretrained through `train_epochs`: the strike's (`clashx.pretrain`)
-and the cube's (`pretrain_cube`).  They differ only in their data, their batch loss,
+the cube's (`pretrain_cube`) and a user scene's (`pretrain_pair`), the last two through
+`train_on_targets`.  They differ only in their data, their batch loss,
 which weights train and what they report after an epoch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -144,3 +146,70 @@ def train_epochs(
         if progress is not None:
             progress(epoch + 1, epochs, metrics)
     return model, history
+
+
+def normalised_loss(model, inputs, params, targets, reference) -> jax.Array:
+    """Mean `example_loss` of a batch of events, in units of `reference.out_std` (fixed during training).
+
+    The scale comes from `reference`, not from the model being trained: were it
+    the model's own `out_std`, growing it would shrink the loss without
+    improving a single prediction.
+    """
+    return jnp.mean(jax.vmap(lambda x, p, y: model.example_loss(x, y, p, reference))(inputs, params, targets))
+
+
+def train_on_targets(
+    make_model: Callable[[PRNGKeyArray, np.ndarray, np.ndarray], Any],
+    inputs: np.ndarray,
+    params: np.ndarray,
+    targets: np.ndarray,
+    config: Any,
+    *,
+    flags: dict[str, str],
+    progress: Callable[[int, int, dict], None] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> tuple[Any, list[dict], np.ndarray]:
+    """Pretrain a surrogate whose network predicts normalised targets (the cube's, a `PairScene`'s).
+
+    The rows are split into training and validation (`config.val_fraction`); the
+    model is built with the training rows' target mean and spread as its output
+    normalisers, which stay fixed while the MLP trains on `normalised_loss` in their units.
+
+    Args:
+        make_model: `make_model(key, out_mean, out_std)` -> an `AbstractSurrogate`.
+        inputs, params, targets: the events (n, ...), as the model's `example_loss` takes them.
+        config: a `PretrainConfig` (seed, split, schedule, run folder `out`).
+        flags: the CLI flag of each config field, for naming what a resume changed.
+        progress, report: as `train_epochs`.
+
+    Returns:
+        (model, history, validation rows).
+    """
+    k_split, k_init, k_shuffle = jax.random.split(jax.random.PRNGKey(config.seed), 3)
+    train, val = split_indices(len(inputs), config.val_fraction, k_split)
+    model = make_model(k_init, targets[train].mean(0), targets[train].std(0) + 1e-6)
+    x_tr, p_tr, y_tr = (jnp.asarray(a[train], jnp.float32) for a in (inputs, params, targets))
+    x_va, p_va, y_va = (jnp.asarray(a[val], jnp.float32) for a in (inputs, params, targets))
+    initial = model
+    spec = eqx.tree_at(
+        lambda m: (m.out_mean, m.out_std), jax.tree.map(eqx.is_inexact_array, model), replace=(False, False)
+    )
+    val_loss = eqx.filter_jit(normalised_loss)
+    model, history = train_epochs(
+        model,
+        lambda m, b: normalised_loss(m, b[0], b[1], b[2], initial),
+        (x_tr, p_tr, y_tr),
+        key=k_shuffle,
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        trainable=spec,
+        evaluate=lambda m: {"val_loss": float(val_loss(m, x_va, p_va, y_va, initial))},
+        run=config.out,
+        run_config=dataclasses.asdict(config),
+        flags=flags,
+        progress=progress,
+        report=report,
+    )
+    return model, history, val

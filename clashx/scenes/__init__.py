@@ -2,6 +2,8 @@
 
 from ._geometry import SHAPES as SHAPES
 from ._geometry import impact_geometry as impact_geometry
+from ._pair import PairScene as PairScene
+from ._pair import load_scene as load_scene
 from ._registry import make_scene as make_scene
 from ._scene import AbstractImpactScene as AbstractImpactScene
 from ._scenes import SolverSettings as SolverSettings

@@ -1,7 +1,8 @@
-"""The scenes clashx ships, by name: `make_scene("strike", shape)` or `make_scene("cube-toss")`."""
+"""Scenes by name: the shipped `make_scene("strike", shape)` and `make_scene("cube-toss")`, and a user's "module:Class"."""
 
 from __future__ import annotations
 
+from ._pair import load_scene
 from ._scene import AbstractImpactScene
 from ._strike import make_strike_sim
 from ._toss import make_toss_sim
@@ -10,9 +11,11 @@ SCENES = ("strike", "cube-toss")
 
 
 def make_scene(name: str, shape: str = "") -> AbstractImpactScene:
-    """The shipped scene called `name` ("strike" needs a block `shape`; "cube-toss" takes none)."""
+    """The scene called `name`: "strike" (needs a block `shape`), "cube-toss", or a `PairScene` as "module:Class"."""
     if name == "strike":
         return make_strike_sim(shape)
     if name == "cube-toss":
         return make_toss_sim()
-    raise ValueError(f"unknown scene {name!r}; expected one of {', '.join(SCENES)}")
+    if ":" in name:
+        return load_scene(name)
+    raise ValueError(f"unknown scene {name!r}; expected one of {', '.join(SCENES)}, or MODULE:CLASS of a PairScene")

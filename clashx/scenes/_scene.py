@@ -32,6 +32,11 @@ class AbstractImpactScene(eqx.Module):
     space: eqx.AbstractVar[ParamSpace]
 
     @property
+    def schema(self) -> str:
+        """The event files' scene (`clashx.events.SCHEMAS`) this scene writes: its name, unless it says otherwise."""
+        return self.name
+
+    @property
     @abc.abstractmethod
     def window(self) -> float:
         """The impact window (s): the surrogate predicts the pair's state this long after first contact."""

@@ -13,6 +13,11 @@ from ..core._io import check_output
 from ..scenes import _geometry as geo
 
 POSE_FLAGS = ("--start", "--target")
+SCENE_HELP = "MODULE:CLASS or path/to/file.py:CLASS of a clashx.PairScene (README: Your own scene)"
+
+
+def _scene_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scene", help=f"your own scene, {SCENE_HELP}; default: the strike")
 
 
 class _Bar:
@@ -59,6 +64,13 @@ def _cmd_generate(a: argparse.Namespace) -> int:
     from ..events._generate import GenerateConfig, generate
 
     check_output(a.out, "--out", suffix=".npz")
+    fixed: tuple[float, ...] = ()
+    if a.params:
+        from ..scenes._registry import make_scene
+        from ._workflow import read_param_file
+
+        space = make_scene(a.scene, a.shape or "").space
+        fixed = tuple(read_param_file(a.params, space).tolist())
     config = GenerateConfig(
         scene=a.scene,
         shape=a.shape if a.scene == "strike" else "",
@@ -68,6 +80,7 @@ def _cmd_generate(a: argparse.Namespace) -> int:
         chunk_size=a.chunk_size,
         engine=a.engine,
         to_rest=not a.no_rest,
+        params=fixed,
     )
     t0 = time.perf_counter()
     with _Bar(f"generate {a.scene} {config.shape}".strip(), "events") as bar:
@@ -113,12 +126,19 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
     with _Bar("pretrain", "epoch") as bar:
 
         def progress(done, total, m):
-            bar(done, total, {"loss": f"{m['train_loss']:.4f}", "val_acc": f"{m['val_alpha_0.1']:.3f}"})
+            val = {"val_acc": f"{m['val_alpha_0.1']:.3f}"} if "val_alpha_0.1" in m else {"val": f"{m['val_loss']:.4f}"}
+            bar(done, total, {"loss": f"{m['train_loss']:.4f}"} | val)
 
-        result = pretrain(config, progress=progress, report=bar.write)
+        if a.scene:
+            from ..learn._pair_learn import pretrain_pair
+            from ..scenes._pair import load_scene
+
+            result = pretrain_pair(load_scene(a.scene), config, progress=progress, report=bar.write)[1]
+        else:
+            result = pretrain(config, progress=progress, report=bar.write)
     v = result["validation"]
     print(
-        f"validation ({v['n']} simulated events): α=0.1 accuracy {v['alpha_0.1']:.3f}, median relative error {v['median_rel_err']:.4f}"
+        f"validation ({v['n']} simulated {'impacts' if a.scene else 'events'}): α=0.1 accuracy {v['alpha_0.1']:.3f}, median relative error {v['median_rel_err']:.4f}"
     )
     print(f"model -> {a.out}")
     if a.json:
@@ -127,6 +147,8 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
 
 
 def _cmd_identify(a: argparse.Namespace) -> int:
+    if a.scene:
+        return _cmd_pair(a)
     from ._workflow import run_identify
 
     check_output(a.out, "--out")
@@ -141,6 +163,8 @@ def _cmd_identify(a: argparse.Namespace) -> int:
 
 
 def _cmd_finetune(a: argparse.Namespace) -> int:
+    if a.scene:
+        return _cmd_pair(a)
     from ..learn._finetune import FinetuneConfig
     from ._workflow import run_finetune
 
@@ -152,6 +176,8 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(a: argparse.Namespace) -> int:
+    if a.scene:
+        return _cmd_pair(a)
     from ._workflow import run_evaluate, write_json
 
     plot = a.plot or (os.path.splitext(a.json)[0] + ".png" if a.json else None)
@@ -167,6 +193,12 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
     if a.json:
         write_json(a.json, r)
     return 0
+
+
+def _cmd_pair(a: argparse.Namespace) -> int:
+    from ._pair_workflow import cmd_pair
+
+    return cmd_pair(a)
 
 
 def _cmd_predict(a: argparse.Namespace) -> int:
@@ -240,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("generate", help="simulate collisions over the prior and write an event file")
-    g.add_argument("--scene", required=True, choices=("strike", "cube-toss"))
+    g.add_argument("--scene", required=True, help=f"strike, cube-toss, or your own: {SCENE_HELP}")
     g.add_argument("--shape", choices=geo.SHAPES, help="block shape (strike scene)")
     g.add_argument("--n", type=int, required=True, help="number of events")
     g.add_argument("--seed", type=int, default=0)
@@ -250,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         g, "c", "mjx", "c: MuJoCo C on all CPU cores; mjx: jit+vmap on the JAX device; kept in the file's metadata"
     )
     g.add_argument("--no-rest", action="store_true", help="skip the slide to rest (rest_pose = pose at release)")
+    g.add_argument("--params", help="PARAMS.json: simulate every event with these values (default: prior draws)")
     g.set_defaults(func=_cmd_generate)
 
     i = sub.add_parser("ingest", help="turn recordings (strike lab, cube tosses) into an event file")
@@ -276,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--val-fraction", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the validation metrics here")
+    _scene_flag(p)
     p.set_defaults(func=_cmd_pretrain)
 
     q = sub.add_parser(
@@ -288,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", required=True, help="PARAMS.json to write")
     q.add_argument("--starts", type=int, default=16, help="starting points optimised together (default 16)")
     q.add_argument("--seed", type=int, default=0)
+    _scene_flag(q)
     q.set_defaults(func=_cmd_identify)
 
     f = sub.add_parser(
@@ -308,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="which weights move (default head: the last layer and the output scales)",
     )
     f.add_argument("--seed", type=int, default=0)
+    _scene_flag(f)
     f.set_defaults(func=_cmd_finetune)
 
     e = sub.add_parser("evaluate", help="α-accuracy of a surrogate on events, with the α-curve as a PNG")
@@ -318,7 +354,21 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--alpha", type=float, default=0.1)
     e.add_argument("--json", help="write the result here (and the α-curve beside it as .png)")
     e.add_argument("--plot", help="α-curve PNG path")
+    _scene_flag(e)
     e.set_defaults(func=_cmd_evaluate)
+
+    h = sub.add_parser(
+        "rollout", help="your scene's hybrid against full-contact MuJoCo C, from launches the model never saw"
+    )
+    h.add_argument("--scene", required=True, help=SCENE_HELP)
+    h.add_argument("--model", required=True, help="run folder of `clashx pretrain --scene` (or finetune)")
+    h.add_argument("--params", help="PARAMS.json (default: parameters drawn from the prior, one per world)")
+    h.add_argument("--n", type=int, default=64, help="worlds (default 64)")
+    h.add_argument("--seed", type=int, default=1, help="seed of the launches (default 1; generation's default is 0)")
+    h.add_argument("--seconds", type=float, default=2.0, help="at most this long; stops once every world rests")
+    _engine_flag(h, "cpu-hybrid", "mjx-hybrid", "cpu-hybrid: the rule between MuJoCo C steps; mjx-hybrid: one jit")
+    h.add_argument("--json", help="write the scores and timings here")
+    h.set_defaults(func=_cmd_pair)
 
     r = sub.add_parser("predict", help="per-event predictions of a surrogate (row order of EVENTS)")
     r.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")

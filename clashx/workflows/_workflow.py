@@ -29,6 +29,8 @@ from ..events._ingest import ingest_strike_lab
 from ..learn._finetune import FinetuneConfig, finetune
 from ..learn._identify import identify
 from ..scenes import _geometry as geo
+from ..core._params import ParamSpace
+from ..surrogate._base import AbstractSurrogate
 from ..surrogate._surrogate import Surrogate, load_or_shipped, predict, save_surrogate
 from ._plots import plot_alpha_curves
 
@@ -105,8 +107,17 @@ def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np
     return ev["strike"][rows], ev["post_velocity"][rows], rows
 
 
-def read_params(path: str, model: Surrogate) -> np.ndarray:
+def read_params(path: str, model: AbstractSurrogate) -> np.ndarray:
     """Parameters from a PARAMS.json (written by `clashx identify`), in the model's order, checked against its prior.
+
+    A file identified for another block shape or scene than the model's is refused.
+    """
+    scene = getattr(getattr(model, "scene", None), "name", None)
+    return read_param_file(path, model.space, {"shape": getattr(model, "shape", None), "scene": scene})
+
+
+def read_param_file(path: str, space: ParamSpace, own: dict[str, str | None] | None = None) -> np.ndarray:
+    """Parameter values of `space` from a PARAMS.json, in its order, checked against its prior.
 
     The file holds {"params": {name: value}} (other top-level keys are kept
     for the record) or the names at its top level; a name the model does not
@@ -119,15 +130,15 @@ def read_params(path: str, model: Surrogate) -> np.ndarray:
         raise ValueError(f"{path}: no such parameter file (write one with `clashx identify`)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not JSON ({e})") from None
-    names = list(model.space.names)
+    names = list(space.names)
     example = json.dumps({"params": dict.fromkeys(names, 0.5)})
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a JSON object like {example}")
-    if "shape" in raw and raw["shape"] != model.shape:
-        raise ValueError(
-            f"{path}: parameters identified for the {raw['shape']!r} block; the model is for {model.shape!r}"
-        )
-    values = raw["params"] if "params" in raw else {k: v for k, v in raw.items() if k != "shape"}
+    for key, what in (("shape", "block"), ("scene", "scene")):
+        mine = (own or {}).get(key)
+        if key in raw and mine is not None and raw[key] != mine:
+            raise ValueError(f"{path}: parameters identified for the {raw[key]!r} {what}; the model is for {mine!r}")
+    values = raw["params"] if "params" in raw else {k: v for k, v in raw.items() if k not in ("shape", "scene")}
     if not isinstance(values, dict):
         raise ValueError(f"{path}: 'params' is {values!r}; expected an object like {example}")
     missing = [n for n in names if n not in values]
@@ -141,7 +152,7 @@ def read_params(path: str, model: Surrogate) -> np.ndarray:
         p = np.array([float(values[n]) for n in names])
     except (TypeError, ValueError):
         raise ValueError(f"{path}: parameter values must be numbers, got {values}") from None
-    return model.space.check(p, what=path)
+    return space.check(p, what=path)
 
 
 def _model_for(model_dir: str | None, real: str) -> Surrogate:

@@ -1,0 +1,141 @@
+"""Pretraining, identification, fine-tuning and scoring for a user's scene (a `PairScene`).
+
+The same three steps as the strike's and the cube's, through the same functions:
+`train_on_targets` (the loop, checkpointed and resumable), `clashx.identify` and
+`clashx.finetune`; the events are the scene's "pair" events (`clashx.events`), the
+loss the `PairSurrogate`'s normalised target error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..core._types import PRNGKeyArray
+from ..events._events import EventFileError, load_events
+from ..scenes._pair import SCHEMA, PairScene
+from ..surrogate._pair import PairSurrogate, make_pair_surrogate, save_pair_surrogate
+from ._finetune import FinetuneConfig, finetune
+from ._identify import IdentifyResult, identify
+from ._pretrain import FLAGS, PretrainConfig
+from ._train import train_on_targets
+
+SPEED_FLOOR = 0.05  # m/s (or rad/s): the relative error's denominator is at least this
+
+
+def load_pair_events(path: str, scene: PairScene, *, simulated: bool = False) -> dict:
+    """The touched events of `scene` in an event file, checked against the scene.
+
+    Args:
+        path: a "pair" event file (`clashx generate --scene ...`, or your own recordings).
+        scene: the scene they must be of (name and pair-state size).
+        simulated: require known parameters (pretraining data).
+
+    Returns:
+        {"pre", "post", "params", "rows"}: the touched rows' states, parameters and row numbers.
+
+    Raises:
+        EventFileError: naming the file and what does not match.
+    """
+    ev = load_events(path, scene=SCHEMA)
+    if str(ev["shape"]) != scene.name:
+        raise EventFileError(f"{path}: events of scene {str(ev['shape'])!r}; --scene is {scene.name!r}")
+    d = 2 * len(scene.pair_index()[0])
+    if ev["pre_state"].shape[1] != d:
+        raise EventFileError(f"{path}: pair states of size {ev['pre_state'].shape[1]}; scene {scene.name!r} has {d}")
+    rows = np.flatnonzero(ev["touched"] & np.isfinite(ev["post_state"]).all(1))
+    if not len(rows):
+        raise EventFileError(f"{path}: no event with a touch; nothing to learn from")
+    params = ev["params"][rows]
+    if simulated and (params.shape[1] != scene.space.size or not np.isfinite(params).all()):
+        raise EventFileError(f"{path}: pretraining needs simulated events with the {scene.space.size} parameters known")
+    return {"pre": ev["pre_state"][rows], "post": ev["post_state"][rows], "params": params, "rows": rows}
+
+
+@eqx.filter_jit
+def _targets(scene: PairScene, pre, post):
+    return jax.vmap(scene.targets)(pre, post)
+
+
+def pair_targets(scene: PairScene, pre: np.ndarray, post: np.ndarray) -> np.ndarray:
+    """The scene's `targets` of a batch of impacts (n, k)."""
+    return np.asarray(_targets(scene, jnp.asarray(pre, jnp.float32), jnp.asarray(post, jnp.float32)))
+
+
+def pretrain_pair(
+    scene: PairScene,
+    config: PretrainConfig,
+    *,
+    progress: Callable[[int, int, dict], None] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> tuple[PairSurrogate, dict]:
+    """Train a surrogate of `scene` on `config.data` and save it in `config.out` (a killed run resumes).
+
+    Returns:
+        (model, result): the validation scores (`pair_scores`) and the loss history.
+    """
+    data = load_pair_events(str(config.data), scene, simulated=True)
+    targets = pair_targets(scene, data["pre"], data["post"])
+
+    def make(key, out_mean, out_std):
+        return make_pair_surrogate(
+            scene, key=key, width=config.width, depth=config.depth, out_mean=out_mean, out_std=out_std
+        )
+
+    model, history, val = train_on_targets(
+        make, data["pre"], data["params"], targets, config, flags=FLAGS, progress=progress, report=report
+    )
+    scores = pair_scores(model, data["pre"][val], data["post"][val], data["params"][val])
+    final = scores | {"val_loss": history[-1]["val_loss"]}
+    save_pair_surrogate(config.out, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
+    return model, {"validation": final, "n_train": len(targets) - len(val), "n_val": len(val), "history": history}
+
+
+@eqx.filter_jit
+def _predict(model: PairSurrogate, pre, params):
+    return jax.vmap(model)(pre, params)
+
+
+def predict_pair(model: PairSurrogate, pre: np.ndarray, params: np.ndarray) -> np.ndarray:
+    """Post-window pair states (n, d) of impacts from their pre-impact states and parameters ((p,) or (n, p))."""
+    x = jnp.asarray(pre, jnp.float32)
+    p = jnp.broadcast_to(jnp.asarray(params, jnp.float32), (x.shape[0], model.space.size))
+    return np.asarray(_predict(model, x, p), np.float64)
+
+
+def velocity_errors(scene: PairScene, pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """Each impact's relative error of the pair's post-window velocities: |Δv| / max(|v|, SPEED_FLOOR)."""
+    k = len(scene.pair_index()[0])
+    v_pred, v_true = np.asarray(pred)[:, k:], np.asarray(true)[:, k:]
+    return np.linalg.norm(v_pred - v_true, axis=1) / np.maximum(np.linalg.norm(v_true, axis=1), SPEED_FLOOR)
+
+
+def pair_scores(model: PairSurrogate, pre, post, params, alpha: float = 0.1) -> dict:
+    """α-accuracy and median of `velocity_errors` of `model` on impacts; also of "no impact" (post = pre)."""
+    err = velocity_errors(model.scene, predict_pair(model, pre, params), post)
+    still = velocity_errors(model.scene, pre, post)
+    return {
+        f"alpha_{alpha}": float(np.mean(err <= alpha)),
+        "median_rel_err": float(np.median(err)),
+        "median_rel_err_no_impact": float(np.median(still)),
+        "n": int(len(err)),
+    }
+
+
+def identify_pair(model: PairSurrogate, pre, post, *, key: PRNGKeyArray, n_starts: int = 16) -> IdentifyResult:
+    """The parameters under which the frozen surrogate best reproduces observed impacts (`clashx.identify`)."""
+    targets = pair_targets(model.scene, pre, post)
+    return identify(model, jnp.asarray(pre, jnp.float32), jnp.asarray(targets), key=key, n_starts=n_starts)
+
+
+def finetune_pair(
+    model: PairSurrogate, pre, post, params, *, key: PRNGKeyArray, config: FinetuneConfig | None = None
+) -> tuple[PairSurrogate, dict]:
+    """Fine-tune on real impacts at fixed `params`, early-stopped by cross-validation (`clashx.finetune`)."""
+    targets = pair_targets(model.scene, pre, post)
+    return finetune(model, jnp.asarray(pre, jnp.float32), targets, params, key=key, config=config, what="impacts")

@@ -1,0 +1,123 @@
+"""The surrogate of a user's scene: `PairSurrogate`, the scene's features and targets around one MLP.
+
+`model(pre, params)` is the pair's state a window after a touch, from its state
+at the touch (`PairScene.pair_state`) and the parameters; the network predicts
+the scene's `targets` (by default the change of the pair state), de-normalised
+by the training set's statistics.  It is an `AbstractSurrogate`, so
+`clashx.identify`, `clashx.finetune` and `train_on_targets` take it as they
+take the strike's and the cube's.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ..core._io import check_space, load_model_leaves, read_model_meta, save_model
+from ..core._params import ParamSpace
+from ..core._types import Array, Float, PRNGKeyArray
+from ..scenes._pair import PairScene
+from ._base import AbstractSurrogate, init_network
+
+FORMAT = "clashx.pair-surrogate/1"
+MODEL_FILE, META_FILE = "model.eqx", "model.json"
+_RETRAIN = "retrain it: clashx pretrain --scene MODULE:CLASS --data EVENTS --out RUN"
+
+
+class PairSurrogate(AbstractSurrogate):
+    """A parameter-conditioned impact handler of a `PairScene`.  Build with `make_pair_surrogate`.
+
+    Attributes:
+        scene: the scene (features, targets, the pair state).
+        mlp: features ‖ parameters in [-1, 1] → normalised targets.
+        out_mean, out_std: the targets' normalisers (training-set statistics).
+        space: the parameters it is conditioned on (the scene's).
+        width, depth: the MLP's hidden width and number of hidden layers.
+    """
+
+    scene: PairScene
+    mlp: eqx.nn.MLP
+    out_mean: Float[Array, " k"]
+    out_std: Float[Array, " k"]
+    space: ParamSpace
+    width: int = eqx.field(static=True)
+    depth: int = eqx.field(static=True)
+
+    def features(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " f"]:
+        """The scene's features of `pre` and the parameters mapped to [-1, 1] over the prior."""
+        unit = self.space.to_unit(jnp.asarray(params, jnp.float32))
+        return jnp.concatenate([jnp.asarray(self.scene.features(pre), jnp.float32), 2.0 * unit - 1.0])
+
+    def targets(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " k"]:
+        """The predicted `scene.targets` of the impact."""
+        return self.out_mean + self.out_std * self.mlp(jnp.asarray(self.features(pre, params)))
+
+    def __call__(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " d"]:
+        """The pair state a window after the touch."""
+        return self.scene.post_from_targets(pre, self.targets(pre, params))
+
+    def example_residuals(self, x, y, params, reference=None) -> Float[Array, " k"]:
+        """Target errors of one impact (input `x` = pre-impact pair state, `y` = its observed targets).
+
+        In units of the training set's spread of each target (`reference`'s, the pretrained
+        model's, when fine-tuning), over √k: the squared norm is the mean squared normalised error.
+        """
+        scale = (self if reference is None else reference).out_std
+        return (self.targets(x, params) - y) / scale / jnp.sqrt(float(y.shape[-1]))
+
+
+def make_pair_surrogate(
+    scene: PairScene, *, key: PRNGKeyArray, width: int = 128, depth: int = 3, out_mean=None, out_std=None
+) -> PairSurrogate:
+    """A freshly initialised surrogate of `scene` (weights from `key`; normalisers default 0 and 1)."""
+    qadr, _ = scene.pair_index()
+    pre = jnp.zeros(2 * len(qadr))
+    n_in = int(scene.features(pre).shape[0]) + scene.space.size
+    n_out = int(scene.targets(pre, pre).shape[0])
+    net = init_network(n_in, n_out, width, depth, key=key, out_mean=out_mean, out_std=out_std)
+    return PairSurrogate(scene=scene, space=scene.space, **net)
+
+
+def describe_pair_surrogate(model: PairSurrogate) -> dict[str, Any]:
+    """What must match for a saved surrogate to be used with a scene."""
+    return model.scene.describe() | {"width": model.width, "depth": model.depth, "format": FORMAT}
+
+
+def save_pair_surrogate(run_dir: str | os.PathLike, model: PairSurrogate, extra: dict | None = None) -> None:
+    """Write `model` to `run_dir` (weights and metadata, each file atomically)."""
+    from ..events._generate import versions
+
+    save_model(
+        run_dir, model, describe_pair_surrogate(model) | {"versions": versions()} | (extra or {}), MODEL_FILE, META_FILE
+    )
+
+
+def load_pair_surrogate(run_dir: str | os.PathLike, scene: PairScene) -> PairSurrogate:
+    """Load a surrogate of `scene` saved by `save_pair_surrogate` (e.g. by `clashx pretrain --scene`).
+
+    Raises:
+        FileNotFoundError: no surrogate in `run_dir`.
+        ValueError: it was trained for another scene, window or parameter space, or a file is
+            damaged (names the file and the fix).
+    """
+    run_dir = os.fspath(run_dir)
+    meta, meta_path = read_model_meta(
+        run_dir, META_FILE, _RETRAIN, keys=("format", "pair_scene", "window_s", "width", "depth"), retrain=_RETRAIN
+    )
+    if meta["format"] != FORMAT:
+        raise ValueError(f"{meta_path}: format {meta['format']!r}, expected {FORMAT!r}; {_RETRAIN}")
+    if meta["pair_scene"] != scene.name or abs(meta["window_s"] - scene.window) > 1e-12:
+        raise ValueError(
+            f"{meta_path}: a surrogate of scene {meta['pair_scene']!r} with a {meta['window_s']} s window; "
+            f"--scene is {scene.name!r} with {scene.window} s; pass the scene it was trained for or {_RETRAIN}"
+        )
+    check_space(run_dir, meta, scene.space)
+
+    def skeleton() -> PairSurrogate:
+        return make_pair_surrogate(scene, key=jax.random.PRNGKey(0), width=int(meta["width"]), depth=int(meta["depth"]))
+
+    return load_model_leaves(run_dir, MODEL_FILE, META_FILE, skeleton, _RETRAIN)

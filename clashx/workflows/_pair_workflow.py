@@ -1,0 +1,229 @@
+"""The command line on a user's scene (`--scene MODULE:CLASS`): pretrain, identify, fine-tune, evaluate, rollout.
+
+`clashx generate --scene MODULE:CLASS` needs nothing here (generation runs any
+scene).  Each `run_pair_*` takes paths and plain values, reads and checks the
+inputs, calls the functional core (`clashx.learn._pair_learn`,
+`clashx.hybrid._pair_hybrid`) and writes its outputs atomically; the `cmd_*`
+functions print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import time
+
+import jax
+import mujoco
+import numpy as np
+
+from ..core._engine import resolve_engine
+from ..core._io import check_output, write_json
+from ..learn._finetune import FinetuneConfig
+from ..learn._pair_learn import finetune_pair, identify_pair, load_pair_events, pair_scores
+from ..scenes._pair import PairScene, load_scene
+from ..surrogate._pair import PairSurrogate, load_pair_surrogate, save_pair_surrogate
+from ._workflow import parse_select, read_params
+
+
+def _scene_and_model(spec: str, model_dir: str | None) -> tuple[PairScene, PairSurrogate]:
+    scene = load_scene(spec)
+    if not model_dir:
+        raise ValueError(f"--scene {spec}: pass --model RUN (a folder from `clashx pretrain --scene {spec}`)")
+    return scene, load_pair_surrogate(model_dir, scene)
+
+
+def _events(path: str, scene: PairScene, select: str | None) -> dict:
+    data = load_pair_events(path, scene)
+    if select:
+        rows = parse_select(select, len(data["rows"]), f"{path}'s touched events")
+        data = {k: v[rows] for k, v in data.items()}
+    return data
+
+
+def run_pair_identify(
+    spec: str, model_dir: str | None, real: str, select: str | None, out: str, *, seed: int, n_starts: int
+) -> dict:
+    """`clashx identify --scene`: the parameters from observed impacts through the surrogate; writes PARAMS.json."""
+    scene, model = _scene_and_model(spec, model_dir)
+    data = _events(real, scene, select)
+    t0 = time.perf_counter()
+    res = jax.block_until_ready(
+        identify_pair(model, data["pre"], data["post"], key=jax.random.PRNGKey(seed), n_starts=n_starts)
+    )
+    names = scene.space.names
+    result = {
+        "scene": scene.name,
+        "params": dict(zip(names, np.asarray(res.params, float).tolist(), strict=True)),
+        "std": dict(zip(names, np.asarray(res.std, float).tolist(), strict=True)),
+        "loss": float(res.loss),
+        "events": os.path.abspath(real),
+        "rows": data["rows"].tolist(),
+        "model": os.path.abspath(str(model_dir)),
+        "time_s": time.perf_counter() - t0,
+    }
+    write_json(out, result)
+    return result
+
+
+def run_pair_finetune(
+    spec: str,
+    model_dir: str | None,
+    real: str,
+    select: str | None,
+    params_path: str,
+    out: str,
+    *,
+    seed: int,
+    config: FinetuneConfig,
+) -> dict:
+    """`clashx finetune --scene`: fine-tune on observed impacts at PARAMS, early-stopped by CV; writes the run folder."""
+    scene, model = _scene_and_model(spec, model_dir)
+    params = read_params(params_path, model)
+    data = _events(real, scene, select)
+    t0 = time.perf_counter()
+    tuned, report = finetune_pair(model, data["pre"], data["post"], params, key=jax.random.PRNGKey(seed), config=config)
+    report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": data["rows"].tolist()}
+    named = dict(zip(scene.space.names, params.tolist(), strict=True))
+    save_pair_surrogate(
+        out, tuned, extra={"finetune": report, "params": named, "base_model": os.path.abspath(str(model_dir))}
+    )
+    return report
+
+
+def run_pair_evaluate(
+    spec: str, model_dir: str | None, real: str, params_path: str | None, select: str | None, alpha: float
+) -> dict:
+    """`clashx evaluate --scene`: α-accuracy of the post-window velocities; with the events' own parameters by default."""
+    scene, model = _scene_and_model(spec, model_dir)
+    data = _events(real, scene, select)
+    if params_path:
+        params = np.broadcast_to(read_params(params_path, model), data["params"].shape)
+    elif np.isfinite(data["params"]).all():
+        params = data["params"]
+    else:
+        raise ValueError(f"{real}: the events' parameters are unknown (real impacts); pass --params PARAMS.json")
+    scores = pair_scores(model, data["pre"], data["post"], params, alpha=alpha)
+    return {"scene": scene.name, "alpha": alpha, "alpha_accuracy": scores[f"alpha_{alpha}"]} | scores
+
+
+@dataclasses.dataclass(frozen=True)
+class RolloutConfig:
+    """`clashx rollout --scene`: hybrid rollouts against full-contact MuJoCo C on launches the model never saw."""
+
+    n: int = 64
+    seed: int = 1
+    seconds: float = 2.0
+    engine: str = "auto"
+
+    def __post_init__(self):
+        if self.n < 1 or not self.seconds > 0:
+            raise ValueError(f"--n {self.n} / --seconds {self.seconds}: need at least one world and a positive time")
+
+
+def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, config: RolloutConfig) -> dict:
+    """Hybrid rollouts (surrogate impacts, engine elsewhere) and the full-contact C reference from the same launches.
+
+    The launches and, without `params_path`, the parameters are drawn from the scene's prior
+    with `config.seed`; both rollouts run until every world is at rest or `config.seconds`.
+    Scores each body of the pair by its final position error relative to its travel.
+    """
+    from ..hybrid._pair_hybrid import full_rollouts_c, pair_rollouts, pair_rollouts_c
+
+    scene, model = _scene_and_model(spec, model_dir)
+    engine = resolve_engine(config.engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
+    launch, params = scene.sample_inputs(config.n, key=jax.random.PRNGKey(config.seed))
+    if params_path:
+        params = np.broadcast_to(read_params(params_path, model), params.shape)
+    nq = scene.c_model().nq
+    q0, v0 = launch[:, :nq], launch[:, nq:]
+    n_steps = round(config.seconds / scene.dt)
+    t0 = time.perf_counter()
+    if engine == "cpu-hybrid":
+        qh, _, info = pair_rollouts_c(scene, model, params, q0, v0, n_steps)
+        impacts, steps = info["impacts"], int(info["steps"])
+    elif engine == "mjx-hybrid":
+        states, k = pair_rollouts(scene, model, params, q0, v0, n_steps, until_rest=True)
+        qh, impacts, steps = np.asarray(states.data.qpos), np.asarray(states.impacts), int(k)
+    else:
+        raise ValueError(f"--engine {engine!r}: expected auto, cpu-hybrid or mjx-hybrid")
+    t_hybrid = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    qf, _ = full_rollouts_c(scene, params, q0, v0, n_steps)
+    t_full = time.perf_counter() - t0
+    bodies = {}
+    for body in scene.pair:
+        cols = _slides(scene, body)
+        travel = np.linalg.norm(qf[:, cols] - q0[:, cols], axis=1)
+        err = np.linalg.norm(qh[:, cols] - qf[:, cols], axis=1)
+        rel = err / np.maximum(travel, 1e-3)
+        bodies[body] = {
+            "median_err_m": float(np.median(err)),
+            "median_rel_err": float(np.median(rel)),
+            "p90_rel_err": float(np.percentile(rel, 90)),
+        }
+    return {
+        "scene": scene.name,
+        "engine": engine,
+        "n": config.n,
+        "seed": config.seed,
+        "impacts": np.bincount(np.asarray(impacts, int)).tolist(),
+        "steps_run": steps,
+        "steps_max": n_steps,
+        "time_hybrid_s": t_hybrid,
+        "time_full_c_s": t_full,
+        "final_position": bodies,  # error of the slide coordinates, relative to the full-contact travel
+    }
+
+
+def _slides(scene: PairScene, body: str) -> list[int]:
+    """The qpos addresses of a body's slide joints: its position."""
+    m = scene.c_model()
+    b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
+    joints = range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
+    return [int(m.jnt_qposadr[j]) for j in joints if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE)]
+
+
+# --- printing -------------------------------------------------------------------------------------
+
+
+def cmd_pair(a: argparse.Namespace) -> int:
+    """The `--scene MODULE:CLASS` branch of identify, finetune, evaluate and rollout."""
+    if a.command == "identify":
+        check_output(a.out, "--out")
+        r = run_pair_identify(a.scene, a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
+        for name in r["params"]:
+            print(f"{name:>10} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
+        print(f"fit loss {r['loss']:.5f} on {len(r['rows'])} impacts, {r['time_s']:.1f} s -> {a.out}")
+    elif a.command == "finetune":
+        check_output(a.out, "--out", folder=True)
+        config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
+        r = run_pair_finetune(a.scene, a.model, a.real, a.select, a.params, a.out, seed=a.seed, config=config)
+        print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
+    elif a.command == "evaluate":
+        if a.json:
+            check_output(a.json, "--json")
+        r = run_pair_evaluate(a.scene, a.model, a.real, a.params, a.select, a.alpha)
+        print(
+            f"α={a.alpha}: accuracy {r['alpha_accuracy']:.3f} on {r['n']} impacts (median relative error {r['median_rel_err']:.3f})"
+        )
+        if a.json:
+            write_json(a.json, r)
+    else:
+        if a.json:
+            check_output(a.json, "--json")
+        r = run_pair_rollout(
+            a.scene, a.model, a.params, RolloutConfig(n=a.n, seed=a.seed, seconds=a.seconds, engine=a.engine)
+        )
+        print(
+            f"{r['n']} worlds, impacts per world {r['impacts']} (index = count); {r['steps_run']} of {r['steps_max']} steps (at rest)"
+        )
+        for body, s in r["final_position"].items():
+            print(
+                f"{body}: final position vs full-contact C: median {1000 * s['median_err_m']:.1f} mm, {100 * s['median_rel_err']:.1f} % of its travel (p90 {100 * s['p90_rel_err']:.1f} %)"
+            )
+        print(f"hybrid ({r['engine']}) {r['time_hybrid_s']:.2f} s, full-contact C {r['time_full_c_s']:.2f} s")
+        if a.json:
+            write_json(a.json, r)
+    return 0
