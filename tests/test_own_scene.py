@@ -99,3 +99,19 @@ def test_hybrid_engines_agree_and_differentiate(pipeline):
     )
     scale = np.abs(fd).max()
     np.testing.assert_allclose(jac, fd, atol=DERIVATIVE_RTOL * scale)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("PaddlePuck", "expected MODULE:CLASS"),
+        ("no/such/file.py:PaddlePuck", "no file no/such/file.py"),
+        ("no_such_module_xyz:PaddlePuck", "cannot import 'no_such_module_xyz'"),
+        (f"{EXAMPLE}:Nope", "no PairScene subclass named 'Nope'"),
+        ("json:JSONDecoder", "no PairScene subclass named 'JSONDecoder'"),
+    ],
+)
+def test_scene_spec_errors(spec, message):
+    """A bad --scene names what is wrong and how to give it; nothing runs."""
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        load_scene(spec)

@@ -131,7 +131,7 @@ def _search(problem: _Problem, z0, iterations: int):
     return jax.vmap(lambda z: _lm(problem, z, iterations))(z0)
 
 
-def _uncertainty(problem: _Problem, z, r, jac) -> np.ndarray:
+def _uncertainty(problem: _Problem, z, r, jac, variance_floor: float | None = None) -> np.ndarray:
     """One-sigma of every parameter at logits `z` (0 for the fixed ones), Laplace, from the search's own Jacobian.
 
     The logits map to the parameters one by one, so the physical Jacobian is
@@ -150,7 +150,7 @@ def _uncertainty(problem: _Problem, z, r, jac) -> np.ndarray:
     n = problem.inputs.shape[0]
     n_fit = r.size - len(free)
     dof = max(n_fit - z.size, 1)
-    sigma2 = max(float(np.sum(r[:n_fit] ** 2)) * n / dof, 1.0 / n)
+    sigma2 = max(float(np.sum(r[:n_fit] ** 2)) * n / dof, 1.0 / n if variance_floor is None else variance_floor)
     cov = sigma2 * np.linalg.pinv(jac.T @ jac)
     std = np.zeros(problem.model.space.size)
     std[free] = np.sqrt(np.clip(np.diag(cov), 0.0, None))
@@ -169,6 +169,7 @@ def identify(
     base=None,
     prior_std: dict[str, float] | None = None,
     robust: float = 0.0,
+    variance_floor: float | None = None,
 ) -> IdentifyResult:
     """Find the parameters that make the surrogate reproduce observed collisions.
 
@@ -191,6 +192,8 @@ def identify(
             around `base` (names not given: flat).
         robust: Cauchy scale c of the events' relative errors (0: least squares): a
             label whose error is well above c (a slow strike's short, noisy slide) pulls less.
+        variance_floor: the least residual variance the uncertainty assumes (default 1/n: residuals
+            in noise units, as the strike's); 0 trusts the fit's own residuals (simulated labels).
 
     Returns:
         An `IdentifyResult`. Same key and data, same result.
@@ -223,7 +226,7 @@ def identify(
     fit_rows = r.shape[1] - len(cols)  # the residuals' fit part is √(loss) per event, scaled by 1/√n
     return IdentifyResult(
         params=params,
-        std=jnp.asarray(_uncertainty(problem, z[best], r[best], jac[best])),
+        std=jnp.asarray(_uncertainty(problem, z[best], r[best], jac[best], variance_floor)),
         loss=jnp.sum(r[best][:fit_rows] ** 2),
         start_losses=costs,
     )

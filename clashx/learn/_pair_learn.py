@@ -128,9 +128,14 @@ def pair_scores(model: PairSurrogate, pre, post, params, alpha: float = 0.1) -> 
 
 
 def identify_pair(model: PairSurrogate, pre, post, *, key: PRNGKeyArray, n_starts: int = 16) -> IdentifyResult:
-    """The parameters under which the frozen surrogate best reproduces observed impacts (`clashx.identify`)."""
+    """The parameters under which the frozen surrogate best reproduces observed impacts (`clashx.identify`).
+
+    Flat prior over the space; the σ of each parameter comes from the fit's own residual
+    variance (the targets are in training-spread units, not noise units: no floor).
+    """
     targets = pair_targets(model.scene, pre, post)
-    return identify(model, jnp.asarray(pre, jnp.float32), jnp.asarray(targets), key=key, n_starts=n_starts)
+    x, y = jnp.asarray(pre, jnp.float32), jnp.asarray(targets)
+    return identify(model, x, y, key=key, n_starts=n_starts, variance_floor=0.0)
 
 
 def finetune_pair(

@@ -23,13 +23,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core._io import write_json as write_json
+from ..core._params import ParamSpace
 from ..events import _metrics
 from ..events._events import atomic_savez, load_events, n_events, read_npz
 from ..events._ingest import ingest_strike_lab
 from ..learn._finetune import FinetuneConfig, finetune
 from ..learn._identify import identify
 from ..scenes import _geometry as geo
-from ..core._params import ParamSpace
 from ..surrogate._base import AbstractSurrogate
 from ..surrogate._surrogate import Surrogate, load_or_shipped, predict, save_surrogate
 from ._plots import plot_alpha_curves
