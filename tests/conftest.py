@@ -9,9 +9,23 @@ from pathlib import Path
 
 import jax
 import pytest
+from jaxtyping import install_import_hook
 
-import clashx
-from clashx.scenes import _strike
+# jaxtyping's runtime shape checks (beartype) on the modules whose annotations describe the arrays of one
+# call: installed before clashx is first imported, so these modules are checked in every test below.
+CHECKED = (
+    "clashx.core._params",
+    "clashx.events._metrics",
+    "clashx.scenes._pair",
+    "clashx.surrogate._base",
+    "clashx.surrogate._pair",
+    "clashx.hybrid._pair_hybrid",
+    "clashx.learn._pair_learn",
+)
+_HOOK = install_import_hook(CHECKED, "beartype.beartype")
+
+import clashx  # noqa: E402
+from clashx.scenes import _strike  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -45,6 +45,7 @@ FLAGS = {
     "engine": "--engine",
     "to_rest": "to_rest (--no-rest)",
     "out": "--out",
+    "params": "--params",
 }
 
 
@@ -175,10 +176,11 @@ def _open_parts(parts: str, manifest: dict, report: Callable[[str], None]) -> No
             old = json.load(f)["config"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
         raise ValueError(f"{man_path}: damaged; delete {parts} to start over") from None
-    if old != manifest["config"]:
+    new = json.loads(json.dumps(manifest["config"]))  # as the file holds it (tuples become lists)
+    if old != new:
         raise ValueError(
             f"{parts} holds chunks of an interrupted run with other settings: "
-            f"{describe_changes(old, manifest['config'], FLAGS)}. Rerun with that run's flags to resume it, "
+            f"{describe_changes(old, new, FLAGS)}. Rerun with that run's flags to resume it, "
             f"or choose another --out, or delete {parts} to start over"
         )
     done = len(glob.glob(os.path.join(parts, "chunk-*.npz")))

@@ -145,6 +145,7 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
         impacts, steps = info["impacts"], int(info["steps"])
     elif engine == "mjx-hybrid":
         states, k = pair_rollouts(scene, model, params, q0, v0, n_steps, until_rest=True)
+        assert states.data is not None
         qh, impacts, steps = np.asarray(states.data.qpos), np.asarray(states.impacts), int(k)
     else:
         raise ValueError(f"--engine {engine!r}: expected auto, cpu-hybrid or mjx-hybrid")
