@@ -72,3 +72,43 @@ def init_network(n_in: int, n_out: int, width: int, depth: int, *, key, out_mean
         "width": width,
         "depth": depth,
     }
+
+
+class TargetSurrogate(AbstractSurrogate):
+    """A surrogate of a pre-impact *state*: the network predicts normalised targets, the model maps them back.
+
+    `model(pre, params)` is the state a window after the touch:
+    `post_from_targets(pre, out_mean + out_std * mlp(features(pre, params)))`.  The
+    cube's `CubeSurrogate` and a user scene's `PairSurrogate` are its instances; they
+    give `features` and `post_from_targets`.  The residual of an observed impact is
+    the target error in units of the training set's spread (`reference`'s when
+    fine-tuning), over √k, so `example_loss` is the mean squared normalised error.
+    """
+
+    mlp: eqx.nn.MLP
+    out_mean: Float[Array, " k"]
+    out_std: Float[Array, " k"]
+    space: ParamSpace
+    width: int = eqx.field(static=True)
+    depth: int = eqx.field(static=True)
+
+    @abc.abstractmethod
+    def features(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " f"]:
+        """The network's input from a pre-impact state and the parameters (physical units)."""
+
+    @abc.abstractmethod
+    def post_from_targets(self, pre: Float[Array, " d"], y: Float[Array, " k"]) -> Float[Array, " d"]:
+        """The post-window state from the pre-impact state and the (de-normalised) targets."""
+
+    def targets(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " k"]:
+        """The predicted targets of the impact."""
+        return self.out_mean + self.out_std * self.mlp(jnp.asarray(self.features(pre, params)))
+
+    def __call__(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " d"]:
+        """The state a window after the touch."""
+        return self.post_from_targets(pre, self.targets(pre, params))
+
+    def example_residuals(self, x, y, params, reference=None) -> Float[Array, " k"]:
+        """Target errors of one impact (input `x` = pre-impact state, `y` = its observed targets), normalised, / √k."""
+        scale = (self if reference is None else reference).out_std
+        return (self.targets(x, params) - y) / scale / jnp.sqrt(float(y.shape[-1]))

@@ -37,7 +37,6 @@ import itertools
 import os
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,7 +46,7 @@ from ..core._params import ParamSpace
 from ..core._types import Array, Float, PRNGKeyArray
 from ..scenes import _toss
 from ..scenes._spaces import cube_space
-from ._base import AbstractSurrogate, init_network
+from ._base import TargetSurrogate, init_network
 
 MODEL_FILE = "cube_surrogate.eqx"
 META_FILE = "cube_surrogate.json"
@@ -130,7 +129,7 @@ def post_from_targets(pre: Float[Array, "13"], y: Float[Array, "12"]) -> Float[A
     return jnp.concatenate([q_post, pre[4:7] + rz @ y[0:3], w_body, rz @ y[3:6]])
 
 
-class CubeSurrogate(AbstractSurrogate):
+class CubeSurrogate(TargetSurrogate):
     """State after the impact window of one cube-table impact under given contact parameters.
 
     Call as `model(pre_state, params)`: pre_state (13,) at first contact in
@@ -138,40 +137,14 @@ class CubeSurrogate(AbstractSurrogate):
     physical units.  Returns the state (13,) `WINDOW` later.  Batch with `jax.vmap`.
     """
 
-    mlp: eqx.nn.MLP
-    out_mean: Float[Array, "12"]
-    out_std: Float[Array, "12"]
-    space: ParamSpace
-    width: int = eqx.field(static=True)
-    depth: int = eqx.field(static=True)
-
     def features(self, pre: Float[Array, "13"], params: Float[Array, "p"]) -> Float[Array, "f"]:
         """The network's input (14 + p,)."""
         unit = 2.0 * self.space.to_unit(params) - 1.0
         return jnp.concatenate([impact_features(pre), unit.astype(pre.dtype)])
 
-    def normalised(self, pre: Float[Array, "13"], params: Float[Array, "p"]) -> Float[Array, "12"]:
-        """The raw network output: the targets in units of `out_std` about `out_mean`."""
-        return self.mlp(jnp.asarray(self.features(pre, params)))
-
-    def targets(self, pre: Float[Array, "13"], params: Float[Array, "p"]) -> Float[Array, "12"]:
-        """Predicted aligned-frame targets (`impact_targets`)."""
-        return self.out_mean + self.out_std * self.normalised(pre, params)
-
-    def __call__(self, pre: Float[Array, "13"], params: Float[Array, "p"]) -> Float[Array, "13"]:
-        return post_from_targets(pre, self.targets(pre, params))
-
-    def example_residuals(
-        self, pre: Float[Array, "13"], targets: Float[Array, "12"], params: Float[Array, "p"], reference=None
-    ) -> Float[Array, "12"]:
-        """Errors of the aligned-frame targets in units of `reference.out_std` (default: own), / √12.
-
-        Their squared norm, `example_loss`, is the mean squared normalised error.  Fine-tuning
-        passes the pretrained model as `reference`: were the scale the trained model's own,
-        growing `out_std` would shrink the loss without improving a prediction.
-        """
-        scale = (self if reference is None else reference).out_std
-        return (self.targets(pre, params) - targets) / scale / jnp.sqrt(float(N_OUT))
+    def post_from_targets(self, pre: Float[Array, "13"], y: Float[Array, "12"]) -> Float[Array, "13"]:
+        """The state `WINDOW` after first contact from aligned-frame targets (`post_from_targets` of the module)."""
+        return post_from_targets(pre, y)
 
 
 def make_cube_surrogate(

@@ -13,22 +13,20 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from ..core._io import check_space, load_model_leaves, read_model_meta, save_model
-from ..core._params import ParamSpace
 from ..core._types import Array, Float, PRNGKeyArray
 from ..scenes._pair import PairScene
-from ._base import AbstractSurrogate, init_network
+from ._base import TargetSurrogate, init_network
 
 FORMAT = "clashx.pair-surrogate/1"
 MODEL_FILE, META_FILE = "model.eqx", "model.json"
 _RETRAIN = "retrain it: clashx pretrain --scene MODULE:CLASS --data EVENTS --out RUN"
 
 
-class PairSurrogate(AbstractSurrogate):
+class PairSurrogate(TargetSurrogate):
     """A parameter-conditioned impact handler of a `PairScene`.  Build with `make_pair_surrogate`.
 
     Attributes:
@@ -40,34 +38,15 @@ class PairSurrogate(AbstractSurrogate):
     """
 
     scene: PairScene
-    mlp: eqx.nn.MLP
-    out_mean: Float[Array, " k"]
-    out_std: Float[Array, " k"]
-    space: ParamSpace
-    width: int = eqx.field(static=True)
-    depth: int = eqx.field(static=True)
 
     def features(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " f"]:
         """The scene's features of `pre` and the parameters mapped to [-1, 1] over the prior."""
         unit = self.space.to_unit(jnp.asarray(params, jnp.float32))
         return jnp.concatenate([jnp.asarray(self.scene.features(pre), jnp.float32), 2.0 * unit - 1.0])
 
-    def targets(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " k"]:
-        """The predicted `scene.targets` of the impact."""
-        return self.out_mean + self.out_std * self.mlp(jnp.asarray(self.features(pre, params)))
-
-    def __call__(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " d"]:
-        """The pair state a window after the touch."""
-        return self.scene.post_from_targets(pre, self.targets(pre, params))
-
-    def example_residuals(self, x, y, params, reference=None) -> Float[Array, " k"]:
-        """Target errors of one impact (input `x` = pre-impact pair state, `y` = its observed targets).
-
-        In units of the training set's spread of each target (`reference`'s, the pretrained
-        model's, when fine-tuning), over √k: the squared norm is the mean squared normalised error.
-        """
-        scale = (self if reference is None else reference).out_std
-        return (self.targets(x, params) - y) / scale / jnp.sqrt(float(y.shape[-1]))
+    def post_from_targets(self, pre: Float[Array, " d"], y: Float[Array, " k"]) -> Float[Array, " d"]:
+        """The scene's post-window pair state from its targets."""
+        return self.scene.post_from_targets(pre, y)
 
 
 def make_pair_surrogate(

@@ -217,14 +217,15 @@ def cmd_pair(a: argparse.Namespace) -> int:
         r = run_pair_rollout(
             a.scene, a.model, a.params, RolloutConfig(n=a.n, seed=a.seed, seconds=a.seconds, engine=a.engine)
         )
-        print(
-            f"{r['n']} worlds, impacts per world {r['impacts']} (index = count); {r['steps_run']} of {r['steps_max']} steps (at rest)"
-        )
-        for body, s in r["final_position"].items():
-            print(
-                f"{body}: final position vs full-contact C: median {1000 * s['median_err_m']:.1f} mm, {100 * s['median_rel_err']:.1f} % of its travel (p90 {100 * s['p90_rel_err']:.1f} %)"
-            )
-        print(f"hybrid ({r['engine']}) {r['time_hybrid_s']:.2f} s, full-contact C {r['time_full_c_s']:.2f} s")
+        lines = [f"{r['n']} worlds, impacts per world {r['impacts']} (index = count); "
+                 f"{r['steps_run']} of {r['steps_max']} steps (at rest)"]  # fmt: skip
+        lines += [
+            f"{body}: final position vs full-contact C: median {1000 * s['median_err_m']:.1f} mm, "
+            f"{100 * s['median_rel_err']:.1f} % of its travel (p90 {100 * s['p90_rel_err']:.1f} %)"
+            for body, s in r["final_position"].items()
+        ]
+        lines.append(f"hybrid ({r['engine']}) {r['time_hybrid_s']:.2f} s, full-contact C {r['time_full_c_s']:.2f} s")
+        print("\n".join(lines))
         if a.json:
             write_json(a.json, r)
     return 0
