@@ -14,12 +14,17 @@ import jax
 
 def write_json(path: str, obj) -> None:
     """Write JSON so that `path` holds the old content or the whole new one, never a part."""
+    write_text(path, json.dumps(obj, indent=1))
+
+
+def write_text(path: str, text: str) -> None:
+    """Write `text` so that `path` holds the old content or the whole new one, never a part."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     tmp = path + ".tmp"
     try:
         with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1)
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -201,6 +201,12 @@ def _cmd_pair(a: argparse.Namespace) -> int:
     return cmd_pair(a)
 
 
+def _cmd_plan(a: argparse.Namespace) -> int:
+    from ._plan_cmd import cmd_plan
+
+    return cmd_plan(a)
+
+
 def _cmd_predict(a: argparse.Namespace) -> int:
     from ._workflow import run_predict
 
@@ -396,6 +402,25 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--seed", type=int, default=0)
     o.add_argument("--json", help="write the strike, predicted rest pose and search history here")
     o.set_defaults(func=_cmd_optimize)
+
+    n = sub.add_parser("plan", help="the next strikes to run in the lab, chosen by what they will teach (CSV)")
+    n.add_argument("--shape", required=True, choices=geo.SHAPES)
+    n.add_argument("--model", help="run folder of a surrogate (default: the one shipped for --shape)")
+    n.add_argument("--params", help="PARAMS.json of `clashx identify` (values and std; default: the prior)")
+    n.add_argument("--done", help="recording or event file of strikes already run and not in PARAMS.json's std")
+    n.add_argument("--k", type=int, default=5, help="strikes to propose (default 5)")
+    n.add_argument(
+        "--criterion",
+        choices=("d-optimal", "disagreement", "random"),
+        default="d-optimal",
+        help="d-optimal (default): largest expected shrinkage of the parameters' posterior; disagreement: "
+        "largest spread of the prediction over posterior draws; random: the baseline",
+    )
+    n.add_argument("--candidates", type=int, default=2048, help="candidate strikes over the lab's ranges")
+    n.add_argument("--seed", type=int, default=0)
+    n.add_argument("--out", required=True, help="NEXT.csv (header theta,theta1,v_pre) for strike_lab.py --strikes")
+    n.add_argument("--json", help="write the plan (strikes, scores, σ before and after) here")
+    n.set_defaults(func=_cmd_plan)
 
     d = sub.add_parser("demo", help="the main job end to end on shipped data, at a size for a laptop (~3 min)")
     d.add_argument("--out", default="clashx-demo", help="folder for the PNGs and summary.json (default clashx-demo)")

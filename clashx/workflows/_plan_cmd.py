@@ -1,0 +1,63 @@
+"""`clashx plan`: the next strikes to run in the lab, chosen by what they will teach; a CSV `strike_lab.py --strikes` reads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from ..core._io import check_output, write_json, write_text
+from ..optimize._plan import PlanConfig, plan
+from ..surrogate._surrogate import load_or_shipped
+from ._workflow import load_real, read_params
+
+
+def run_plan(
+    model_dir: str | None, shape: str, params_path: str | None, done: str | None, out: str, config: PlanConfig
+) -> dict:
+    """Propose `config.k` strikes and write them to `out` (CSV, header theta,theta1,v_pre); returns the plan.
+
+    The parameters and their σ come from PARAMS.json (`clashx identify`), or are the
+    prior's centre and spread when it is not given.  `done`: a recording or event file
+    of strikes run but not in PARAMS.json's σ; their information is counted in.
+    """
+    model = load_or_shipped(model_dir, shape)
+    std = None
+    if params_path:
+        params = read_params(params_path, model)
+        with open(params_path) as f:
+            raw = json.load(f)
+        if isinstance(raw.get("std"), dict):
+            missing = [n for n in model.space.names if n not in raw["std"]]
+            if missing:
+                raise ValueError(f"{params_path}: 'std' lacks {missing}; re-run `clashx identify` or drop 'std'")
+            std = np.array([float(raw["std"][n]) for n in model.space.names])
+    else:
+        params = np.asarray(model.space.vector(), np.float64)
+    strikes_done = load_real(done, None, shape)[0] if done else None
+    t0 = time.perf_counter()
+    r = plan(model, params, std=std, done=strikes_done, config=config)
+    r["time_s"] = time.perf_counter() - t0
+    lines = ["theta,theta1,v_pre"] + [",".join(f"{v:.6f}" for v in s) for s in r["strikes"]]
+    write_text(out, "\n".join(lines) + "\n")
+    return r | {"strikes": np.asarray(r["strikes"]).tolist(), "shape": shape, "out": os.path.abspath(out)}
+
+
+def cmd_plan(a: argparse.Namespace) -> int:
+    """Print what `clashx plan` chose and how much each parameter's σ is expected to shrink."""
+    check_output(a.out, "--out", suffix=".csv")
+    if a.json:
+        check_output(a.json, "--json")
+    config = PlanConfig(k=a.k, criterion=a.criterion, candidates=a.candidates, seed=a.seed)
+    r = run_plan(a.model, a.shape, a.params, a.done, a.out, config)
+    for s in r["strikes"]:
+        print(f"theta = {s[0]:.4f} rad, theta1 = {s[1]:.4f} rad, v_pre = {s[2]:.4f} m/s")
+    shrink = ", ".join(f"{n} {r['std_before'][n]:.4g} -> {r['std_after'][n]:.4g}" for n in r["std_before"])
+    print(f"expected σ after these strikes ({r['criterion']}): {shrink}")
+    print(f"{len(r['strikes'])} strikes -> {a.out} ({r['time_s']:.1f} s); run them: strike_lab.py --strikes {a.out}")
+    if a.json:
+        write_json(a.json, r)
+    return 0
