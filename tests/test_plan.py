@@ -14,11 +14,14 @@ import math
 import jax
 import numpy as np
 import pytest
+from test_ingest import slide_track
 
 import clashx
+from clashx.events._ingest import ingest_strike_lab
 from clashx.optimize._plan import CRITERIA, PlanConfig, plan, strike_information
 from clashx.scenes._strike import sample_strikes
 from clashx.workflows._cli import main
+from clashx.workflows._next_strikes import concat_recordings, strike_loop
 
 FACE_TO_OBLIQUE_MAX = 0.25  # μ1 information of the face-centre strike / the oblique one's, at most
 
@@ -75,3 +78,57 @@ def test_plan_command_writes_the_lab_csv(tmp_path):
     bad = tmp_path / "bad.csv"
     assert main(["plan", "--shape", "triangle", "--k", "0", "--out", str(bad)]) == 2
     assert not bad.exists()
+
+
+def _synthetic_lab(model, true_params, log):
+    """A lab whose block leaves each strike with the surrogate's velocity at `true_params` and slides (tracks, noise)."""
+
+    def run(strikes):
+        log.append(len(strikes))
+        parts = [slide_track(np.asarray(model(s, true_params)), seed=len(log) * 100 + i) for i, s in enumerate(strikes)]
+        ts = [p[0] for p in parts]
+        n = len(strikes)
+        return {
+            "offsets": np.concatenate([[0], np.cumsum([len(t) for t in ts])]).astype(np.int64),
+            "t": np.concatenate(ts),
+            "block_pose": np.concatenate([p[1] for p in parts]),
+            "striker_xy": np.zeros((sum(len(t) for t in ts), 2)),
+            "strike": np.asarray(strikes, np.float64),
+            "start_pose": np.tile([0.1, -0.2, 0.3], (n, 1)),
+            "final_pose": np.array([p[1][-1] for p in parts]),
+            "post_velocity_true": np.array([p[3] for p in parts]),
+            "t_first_touch": np.full(n, 0.015),
+            "touched": np.ones(n, bool),
+            "shape": np.array("square"),
+            "lab": np.array("synthetic"),
+            "mocap_hz": np.array(120),
+        }
+
+    return run
+
+
+def test_strike_loop_spends_the_budget_and_identifies_at_each_checkpoint(square, strike_sims):
+    """3 random strikes, then 2 planned ones; a fit at 3 and at 5; the recordings joined as one."""
+    log: list[int] = []
+    true = square.space.vector(mu1=0.3, e1=1.5)
+    out = strike_loop(
+        square, strike_sims("square"), _synthetic_lab(square, true, log), key=jax.random.PRNGKey(0), checkpoints=(3, 5)
+    )
+    assert log == [3, 2] and [c["n"] for c in out] == [3, 5]
+    np.testing.assert_array_equal(out[1]["strikes"][:3], out[0]["strikes"])
+    assert all(np.isfinite(c["params"]).all() and np.isfinite(c["std"]).all() for c in out)
+    with pytest.raises(ValueError, match="must all be ≥ start"):
+        strike_loop(
+            square, strike_sims("square"), _synthetic_lab(square, true, []), key=jax.random.PRNGKey(0), checkpoints=(2,)
+        )
+
+
+def test_joined_recordings_ingest_as_their_parts(square):
+    """`concat_recordings`: the joined recording's labels are the parts' labels, in order."""
+    lab = _synthetic_lab(square, square.space.vector(), [])
+    a, b = lab(np.array([[1.2, 0.1, 0.5], [2.0, 0.0, 0.7]])), lab(np.array([[0.9, -0.1, 0.6]]))
+    joined = ingest_strike_lab(concat_recordings([a, b]), "joined")
+    np.testing.assert_array_equal(joined["strike"], np.concatenate([a["strike"], b["strike"]]))
+    each = [ingest_strike_lab(r, "part") for r in (a, b)]  # a start pose is read off its own track alone
+    np.testing.assert_allclose(joined["start_pose"], np.concatenate([e["start_pose"] for e in each]), atol=1e-12)
+    assert len(joined["strike"]) == 3 and np.isfinite(joined["post_velocity"]).all()

@@ -73,6 +73,9 @@ class LabFitConfig:
         iterations: Levenberg-Marquardt trials per start.
         local: re-distillation around the identified parameters (`clashx.learn._distil`; None: skip it).
         finetune: fine-tuning settings (None: skip it).
+        slides_required: a recording whose slides are too few or too short to read μ2 from is
+            an error (True), or μ2 starts from its nominal value with the prior's spread (False:
+            the first few strikes of `clashx.workflows._next_strikes.strike_loop`).
     """
 
     free: tuple[str, ...] | None = None
@@ -91,6 +94,7 @@ class LabFitConfig:
     iterations: int = 30
     local: LocalDistilConfig | None = LocalDistilConfig()
     finetune: FinetuneConfig | None = FinetuneConfig()
+    slides_required: bool = True
 
 
 class LabFit(NamedTuple):
@@ -182,13 +186,20 @@ def fit_recording(
     times["ingest_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    mu2, mu2_std = ground_friction(events)
+    span_mu2 = space.high[space.index("mu2")] - space.low[space.index("mu2")]
+    try:
+        mu2, mu2_std = ground_friction(events)
+        ground_from, stage1_mu2 = "pooled slide deceleration / g", config.stage1_slide_std
+    except ValueError:
+        if config.slides_required:
+            raise
+        mu2, mu2_std = float(space.vector()[space.index("mu2")]), span_mu2 / np.sqrt(12.0)
+        ground_from, stage1_mu2 = "prior (too few well-measured slides)", 1.0 / np.sqrt(12.0)
     base = space.vector(mu2=float(np.clip(mu2, space.low[space.index("mu2")], space.high[space.index("mu2")])))
     times["ground_s"] = time.perf_counter() - t0
 
     k_stage1, k_joint, k_local, k_ft = jax.random.split(key, 4)
     prior = dict(config.prior_std)
-    span_mu2 = space.high[space.index("mu2")] - space.low[space.index("mu2")]
     t0 = time.perf_counter()
 
     def search(key, base, prior_std):
@@ -197,7 +208,7 @@ def fit_recording(
             iterations=config.iterations, free=config.free, robust=config.robust,
         )  # fmt: skip
 
-    stage1 = search(k_stage1, base, prior | {"mu2": config.stage1_slide_std})
+    stage1 = search(k_stage1, base, prior | {"mu2": stage1_mu2})
     joint_prior = prior | {"mu2": max(mu2_std / span_mu2, config.min_slide_std)}
     joint = search(k_joint, np.asarray(stage1.params), joint_prior)
     times["identify_s"] = time.perf_counter() - t0
@@ -217,7 +228,7 @@ def fit_recording(
 
     report = {
         "rows": rows.tolist(),
-        "ground": {"mu2": mu2, "mu2_std": mu2_std, "from": "pooled slide deceleration / g"},
+        "ground": {"mu2": mu2, "mu2_std": mu2_std, "from": ground_from},
         "stage1": {"params": _named(space, stage1.params), "loss": float(stage1.loss)},
         "joint": {"params": _named(space, params), "std": _named(space, joint.std), "loss": float(joint.loss)},
         "local_distil": local_report,

@@ -411,9 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--k", type=int, default=5, help="strikes to propose (default 5)")
     n.add_argument(
         "--criterion",
-        choices=("d-optimal", "disagreement", "random"),
+        choices=("d-optimal", "predictive", "disagreement", "random"),
         default="d-optimal",
-        help="d-optimal (default): largest expected shrinkage of the parameters' posterior; disagreement: "
+        help="d-optimal (default): largest expected shrinkage of the parameters' posterior; predictive: of the "
+        "predictions' variance over random strikes; disagreement: "
         "largest spread of the prediction over posterior draws; random: the baseline",
     )
     n.add_argument("--candidates", type=int, default=2048, help="candidate strikes over the lab's ranges")

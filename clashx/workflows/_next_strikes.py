@@ -1,0 +1,100 @@
+"""The RSR loop's data collection: a few random strikes, then plan → run in the lab → identify, to a budget.
+
+`strike_loop` takes the lab as a function (`run_lab(strikes) -> recording`), so
+any lab passes through it: the strike lab (`bench/next_strikes.py` wraps
+`strike_lab.Lab`), a real rig's driver, or a simulator standing in for one.  It
+never sees the lab's parameters, only the recordings it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..core._types import PRNGKeyArray
+from ..learn._lab_fit import LabFitConfig, fit_recording
+from ..optimize._plan import PlanConfig, plan
+from ..scenes._strike import StrikeSim, sample_strikes
+from ..surrogate._surrogate import Surrogate
+
+CHECKPOINTS = (3, 5, 8, 10, 15, 20)
+# Identification inside the loop: the two-stage fit without local re-distillation and fine-tuning
+# (they cost ~10 s a fit and neither changes which strikes are informative).
+LOOP_FIT = LabFitConfig(local=None, finetune=None, slides_required=False)
+_PER_STRIKE = ("strike", "start_pose", "final_pose", "post_velocity_true", "t_first_touch", "touched")
+
+
+def concat_recordings(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One strike recording from several (strike_lab.py's packed format: ragged tracks with offsets)."""
+    out = dict(parts[0])
+    lens = [int(np.asarray(p["offsets"])[-1]) for p in parts]
+    shifts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    out["offsets"] = np.concatenate(
+        [[0]] + [np.asarray(p["offsets"])[1:] + s for p, s in zip(parts, shifts, strict=True)]
+    ).astype(np.int64)
+    for k in ("t", "block_pose", "striker_xy", *_PER_STRIKE):
+        if k in parts[0]:
+            out[k] = np.concatenate([np.asarray(p[k]) for p in parts])
+    return out
+
+
+def strike_loop(
+    model: Surrogate,
+    sim: StrikeSim,
+    run_lab: Callable[[np.ndarray], dict[str, Any]],
+    *,
+    key: PRNGKeyArray,
+    criterion: str = "d-optimal",
+    start: int = 3,
+    checkpoints: Sequence[int] = CHECKPOINTS,
+    fit_config: LabFitConfig = LOOP_FIT,
+    report: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Spend a strike budget (the last checkpoint) the way `criterion` chooses, identifying at every checkpoint.
+
+    Args:
+        model: the shape's surrogate; sim: its strike scene.
+        run_lab: runs strikes (k, 3) in the lab, the block put back at its start before each,
+            and returns their recording.
+        key: PRNG key of the starting strikes, the candidates and the fits.
+        criterion: `clashx plan`'s criterion ("random" draws uniformly over the ranges).
+        start: random strikes before the first plan (the first checkpoint must be ≥ start).
+        checkpoints: strike counts at which to identify (and report); the last is the budget.
+        fit_config: `fit_recording`'s settings.
+
+    Returns:
+        One dict per checkpoint: "n", "params", "std", "model" (the fit's surrogate), "strikes" so far.
+    """
+    checkpoints = sorted(int(c) for c in checkpoints)
+    if not checkpoints or checkpoints[0] < start or start < 1:
+        raise ValueError(f"checkpoints {checkpoints} must all be ≥ start ({start}) ≥ 1")
+    k_start, k_loop = jax.random.split(key)
+    strikes = np.asarray(sample_strikes(start, key=k_start), np.float64)
+    parts = [run_lab(strikes)]
+    out: list[dict[str, Any]] = []
+    step = 0
+    while True:
+        recording = concat_recordings(parts)
+        fit = fit_recording(
+            model, sim, recording, where="lab", key=jax.random.fold_in(k_loop, 2 * step), config=fit_config
+        )
+        n = len(strikes)
+        if n in checkpoints:
+            out.append({"n": n, "params": fit.params, "std": fit.std, "model": fit.model, "strikes": strikes.copy()})
+            if report is not None:
+                report(f"{criterion}: {n} strikes identified")
+        later = [c for c in checkpoints if c > n]
+        if not later:
+            return out
+        config = PlanConfig(
+            k=later[0] - n,
+            criterion=criterion,
+            seed=int(jax.random.randint(jax.random.fold_in(k_loop, 2 * step + 1), (), 0, 2**30)),
+        )
+        nxt = np.asarray(plan(fit.model, fit.params, std=fit.std, config=config)["strikes"], np.float64)
+        parts.append(run_lab(nxt))
+        strikes = np.concatenate([strikes, nxt])
+        step += 1
