@@ -1,7 +1,7 @@
 """Chosen against random real strikes: accuracy against the number of lab strikes used (issue 12, the RSR loop).
 
     python bench/next_strikes.py --shape square [--lab ../shared/lab/lab_a.json] [--budget 20] [--repeats 5]
-                                 [--criteria random,d-optimal,disagreement] [--json OUT] [--plot OUT.png]
+                                 [--criteria random,d-optimal,predictive,disagreement] [--json OUT] [--plot OUT.png]
 
 For every criterion and repeat, `clashx.workflows._next_strikes.strike_loop`
 starts from 3 random strikes (the same ones for every criterion of a repeat),
@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--lab", default=str(LAB_DIR / "lab_a.json"), help="lab parameter file passed to strike_lab.py")
     ap.add_argument("--budget", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--criteria", default="random,d-optimal,disagreement")
+    ap.add_argument("--criteria", default="random,d-optimal,predictive,disagreement")
     ap.add_argument("--model", help="run folder of a surrogate (default: the shipped one)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json")
