@@ -241,6 +241,12 @@ class ParamSpace(eqx.Module):
         log = jnp.exp(jnp.log(lo) + u * (jnp.log(hi) - jnp.log(lo)))
         return jnp.where(jnp.asarray(self.log_scale), log, lin)
 
+    def unit_scale(self, values) -> np.ndarray:
+        """dp/du of `from_unit` at `values` (p,): hi - lo, or p·ln(hi/lo) for a log-scale parameter."""
+        lo, hi, p = np.asarray(self.low), np.asarray(self.high), np.asarray(values, np.float64)
+        is_log = np.asarray(self.log_scale)
+        return np.where(is_log, p * np.log(np.where(is_log, hi, 2.0) / np.where(is_log, lo, 1.0)), hi - lo)
+
     def to_unit(self, values: Float[Array, "... p"]) -> Float[Array, "... p"]:
         """Inverse of `from_unit`."""
         lo, hi = jnp.asarray(self.low), jnp.asarray(self.high)

@@ -94,11 +94,7 @@ def init_pair_state(system: PairSystem, qpos: Float[Array, " nq"], qvel: Float[A
     """The launch state of one world."""
     m = system.model
     data = mjx.make_data(m).replace(qpos=jnp.asarray(qpos, m.qpos0.dtype), qvel=jnp.asarray(qvel, m.qpos0.dtype))
-    pre = system.scene.pair_state(data.qpos, data.qvel)
-    return PairState(
-        data, jnp.array(FREE), jnp.array(True), system.scene.separation(data.qpos), jnp.array(0), pre, pre,
-        jnp.array(0), jnp.array(jnp.nan, data.qpos.dtype),
-    )  # fmt: skip
+    return _memory(system.scene.separation(data.qpos), system.scene.pair_state(data.qpos, data.qvel), data)
 
 
 def apply_pair_rule(
@@ -149,10 +145,15 @@ def hybrid_pair_step(system: PairSystem, state: PairState) -> PairState:
     return eqx.tree_at(lambda s: s.data, new, mjx.step(system.model, d.replace(qpos=qpos, qvel=qvel)))
 
 
+def resting(scene: PairScene, phase: Int[Array, "..."], qvel: Float[Array, "... nv"]) -> Bool[Array, "..."]:
+    """The rest rule of both engines: out of any window and every velocity below `scene.rest_speed`."""
+    return (phase == FREE) & (jnp.max(jnp.abs(qvel), axis=-1) < scene.rest_speed)
+
+
 def at_rest(scene: PairScene, state: PairState) -> Bool[Array, ""]:
-    """Whether a world is done: out of any window and every velocity below `scene.rest_speed`."""
+    """Whether an MJX world is done (`resting`)."""
     assert state.data is not None
-    return (state.phase == FREE) & (jnp.max(jnp.abs(state.data.qvel)) < scene.rest_speed)
+    return resting(scene, state.phase, state.data.qvel)
 
 
 def pair_rollouts(
@@ -190,13 +191,31 @@ def pair_rollouts(
     return jax.lax.while_loop(go_on, lambda c: (step(models, params, c[0]), c[1] + 1), (states, jnp.array(0)))
 
 
-@eqx.filter_jit
-def _rule_batch(scene: PairScene, handler: PairHandler, params, state: PairState, qpos, qvel, time):
+def _rules(scene: PairScene, handler: PairHandler, params, state: PairState, qpos, qvel, time):
+    """`apply_pair_rule` on every world of a batch, and whether each then rests (`resting`)."""
     new, q, v = jax.vmap(lambda p, s, a, b, t: apply_pair_rule(scene, handler, p, s, a, b, t))(
         params, state, qpos, qvel, time
     )
-    rest = (new.phase == FREE) & (jnp.max(jnp.abs(v), axis=1) < scene.rest_speed)
-    return new, q, v, rest
+    return new, q, v, resting(scene, new.phase, v)
+
+
+_rule_batch = eqx.filter_jit(_rules)
+
+
+@eqx.filter_jit
+def _segment(scene: PairScene, handler: PairHandler, params, state: PairState, qpos, qvel, t0):
+    """The rule over k recorded steps (n, k, ...) as it runs step by step: per step, whether a world
+    touches and whether every world rests, and the rule's memory before that step (stacked)."""
+
+    def body(s, x):
+        q, v, t = x
+        new, _, _, rest = _rules(scene, handler, params, s, q, v, jnp.full(q.shape[0], t))
+        return new, (s, jnp.any(new.impacts > s.impacts), jnp.all(rest))
+
+    k = qpos.shape[1]
+    times = t0 + scene.dt * jnp.arange(1, k + 1)
+    _, out = jax.lax.scan(body, state, (jnp.swapaxes(qpos, 0, 1), jnp.swapaxes(qvel, 0, 1), times))
+    return out
 
 
 def pair_rollouts_c(
@@ -206,7 +225,7 @@ def pair_rollouts_c(
 
     While no world is in a window the engine runs `segment` steps at a time and the
     rule's touch and rest tests are evaluated on the recorded steps at once
-    (`_free_segment`); at the first step that needs the rule, the batch is put back
+    (`_segment`: the same rule, scanned); at the first step that needs the rule, the batch is put back
     to that step (state and solver warm start) and goes on a step at a time until
     every window is over: the same steps as going one at a time all along, about 4x
     faster on the example scene, where the C engine's own time is then most of the cost.
@@ -235,9 +254,21 @@ def pair_rollouts_c(
             batch.bind("qpos")[ruled] = np.asarray(qj, np.float64)[ruled]
             batch.bind("qvel")[ruled] = np.asarray(vj, np.float64)[ruled]
         free = not np.any(np.asarray(state.phase) == WINDOW)
-        rec = _batch.advance(batch, min(segment, n_steps - taken) if free else 1, record=record)
-        k = rec["qpos"].shape[1]
-        stop, state = _free_segment(scene, state, rec["qpos"], rec["qvel"]) if free else (k - 1, state)
+        rec = _batch.advance(batch, segment if free else 1, record=record)  # one segment length: one compile
+        k, stop = rec["qpos"].shape[1], 0
+        if free:  # the first recorded step the rule acts on, and its memory there
+            before, hit, rest = _segment(
+                scene,
+                handler,
+                jnp.asarray(params),
+                state,
+                jnp.asarray(rec["qpos"]),
+                jnp.asarray(rec["qvel"]),
+                taken * dt,
+            )
+            flagged = np.flatnonzero(np.asarray(hit) | np.asarray(rest))
+            stop = min(int(flagged[0]) if len(flagged) else k - 1, n_steps - taken - 1)
+            state = jax.tree.map(lambda a, j=stop: a[j], before)
         q, v = rec["qpos"][:, stop], rec["qvel"][:, stop]
         taken += stop + 1
         if stop < k - 1:  # the batch ran past the step that needs the rule: put it back there
@@ -246,33 +277,10 @@ def pair_rollouts_c(
     return q, v, info
 
 
-def _memory(sep: Float[Array, ""], pre: Float[Array, " d"]) -> PairState:
-    """The rule's memory at launch, without engine data (the C fallback's)."""
+def _memory(sep: Float[Array, ""], pre: Float[Array, " d"], data: mjx.Data | None = None) -> PairState:
+    """The rule's memory at launch: free, armed, no impact yet (`data` None: the C fallback's)."""
     zero = jnp.array(0)
-    return PairState(None, zero, jnp.array(True), sep, zero, pre, pre, zero, jnp.array(jnp.nan, pre.dtype))
-
-
-def _free_segment(scene: PairScene, state: PairState, qpos: np.ndarray, qvel: np.ndarray) -> tuple[int, PairState]:
-    """The rule's tests on k recorded steps of worlds outside any window: the first step it would act on.
-
-    Returns the index j of the first step at which a world touches or every world
-    rests (the last step if none does), and the rule's memory just before it runs
-    at step j (the separation of the step before; armed by every step before j):
-    what the step-by-step rule would hold there.
-    """
-    seps = np.asarray(_separations(scene, jnp.asarray(qpos)))  # (n, k)
-    before = np.concatenate([np.asarray(state.sep)[:, None], seps[:, :-1]], axis=1)
-    armed = np.asarray(state.armed)[:, None] | (np.cumsum(before > 0, axis=1) > 0)
-    hit = np.any(armed & np.asarray(onset(before, seps, scene.dt)), axis=0)
-    rest = np.all(np.max(np.abs(qvel), axis=2) < scene.rest_speed, axis=0)
-    flagged = np.flatnonzero(hit | rest)
-    j = int(flagged[0]) if len(flagged) else seps.shape[1] - 1
-    return j, eqx.tree_at(lambda s: (s.sep, s.armed), state, (before[:, j], armed[:, j]))
-
-
-@eqx.filter_jit
-def _separations(scene: PairScene, qpos):
-    return jax.vmap(jax.vmap(scene.separation))(qpos)
+    return PairState(data, jnp.array(FREE), jnp.array(True), sep, zero, pre, pre, zero, jnp.array(jnp.nan, pre.dtype))
 
 
 def full_rollouts_c(scene: PairScene, params, qpos, qvel, n_steps: int) -> tuple[np.ndarray, np.ndarray]:

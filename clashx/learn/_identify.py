@@ -140,11 +140,7 @@ def _uncertainty(problem: _Problem, z, r, jac, variance_floor: float | None = No
     space, free = problem.model.space, list(problem.free)
     z = np.asarray(z, np.float64)
     u = 1.0 / (1.0 + np.exp(-z))
-    p = np.asarray(problem.params(jnp.asarray(z)), np.float64)[free]
-    lo, hi = np.array(space.low)[free], np.array(space.high)[free]
-    is_log = np.array(space.log_scale)[free]
-    dp_du = np.where(is_log, p * (np.log(np.where(is_log, hi, 2.0)) - np.log(np.where(is_log, lo, 1.0))), hi - lo)
-    dp_dz = dp_du * u * (1.0 - u)
+    dp_dz = space.unit_scale(problem.params(jnp.asarray(z)))[free] * u * (1.0 - u)
     jac = np.asarray(jac, np.float64) / np.where(dp_dz == 0, 1e-300, dp_dz)
     r = np.asarray(r, np.float64)
     n = problem.inputs.shape[0]

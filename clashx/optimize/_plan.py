@@ -68,13 +68,6 @@ class PlanConfig:
             raise ValueError(f"--ensemble {self.ensemble}: need at least two draws")
 
 
-def unit_scale(model: Surrogate, params) -> np.ndarray:
-    """dp/du at `params`: how far each parameter moves per unit of the prior's cube (log-scale ones: p·ln(hi/lo))."""
-    space = model.space
-    lo, hi, p = np.asarray(space.low), np.asarray(space.high), np.asarray(params, np.float64)
-    return np.where(np.asarray(space.log_scale), p * np.log(hi / np.where(space.log_scale, lo, 1.0)), hi - lo)
-
-
 @eqx.filter_jit
 def _jacobians(model: Surrogate, strikes, params) -> Float[Array, "n 3 p"]:
     """∂ relative residual / ∂ parameters (physical) at `params`, each strike's label taken as its prediction."""
@@ -90,7 +83,7 @@ def strike_information(model: Surrogate, strikes, params, free: tuple[str, ...] 
     """Each strike's Fisher information (n, f, f) on the `free` parameters, in prior-unit coordinates, σ = LABEL_NOISE."""
     cols = _cols(model, free)
     jac = np.asarray(_jacobians(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)), np.float64)
-    jac = jac[:, :, cols] * unit_scale(model, params)[cols]
+    jac = jac[:, :, cols] * model.space.unit_scale(params)[cols]
     return np.einsum("nki,nkj->nij", jac, jac) / LABEL_NOISE**2
 
 
@@ -99,7 +92,7 @@ def prior_precision(model: Surrogate, params, std=None, free: tuple[str, ...] | 
     cols = _cols(model, free)
     if std is None:
         return np.eye(len(cols)) * 12.0
-    s_u = np.asarray(std, np.float64)[cols] / unit_scale(model, params)[cols]
+    s_u = np.asarray(std, np.float64)[cols] / model.space.unit_scale(params)[cols]
     return np.diag(1.0 / np.maximum(s_u, 1e-6) ** 2)
 
 
@@ -144,7 +137,7 @@ def plan(
     config = config or PlanConfig()
     params = np.asarray(params, np.float64)
     cols = _cols(model, config.free)
-    scale = unit_scale(model, params)[cols]
+    scale = model.space.unit_scale(params)[cols]
     k_cand, k_ens, k_rand = jax.random.split(jax.random.PRNGKey(config.seed), 3)
     cand = np.asarray(sample_strikes(config.candidates, key=k_cand), np.float64)
     precision = prior_precision(model, params, std, config.free)
@@ -159,12 +152,12 @@ def plan(
     else:
         info = strike_information(model, cand, params, config.free)
         z = np.asarray(jax.random.normal(k_ens, (config.ensemble, len(cols))), np.float64)
+        a_mean = info.mean(0)  # the information of a strike drawn like the candidates (predictive)
         picks, scores = [], []
         for _ in range(config.k):
             if config.criterion == "d-optimal":
                 score = np.linalg.slogdet(precision[None] + info)[1] - np.linalg.slogdet(precision)[1]
             elif config.criterion == "predictive":
-                a_mean = info.mean(0)
                 after_each = np.linalg.inv(precision[None] + info)
                 score = np.trace(a_mean @ np.linalg.inv(precision)) - np.einsum("ij,nji->n", a_mean, after_each)
             else:

@@ -95,9 +95,15 @@ class PairScene(AbstractImpactScene):
         return SCHEMA
 
     space: ParamSpace
+    dt: float = eqx.field(static=True)  # the MJCF's timestep, s
+    qadr: tuple[int, ...] = eqx.field(static=True)  # qpos addresses of the pair's joints
+    vadr: tuple[int, ...] = eqx.field(static=True)  # their qvel addresses
 
     def __init__(self):
         self.space = self.make_space()
+        m = self.c_model()
+        self.dt = float(m.opt.timestep)
+        self.qadr, self.vadr = _pair_joints(m, self.name, self.pair)
 
     @abc.abstractmethod
     def make_space(self) -> ParamSpace:
@@ -126,10 +132,6 @@ class PairScene(AbstractImpactScene):
         return self.space.rows(self.c_model(hybrid), strict=not hybrid)
 
     @property
-    def dt(self) -> float:
-        return float(self.c_model().opt.timestep)
-
-    @property
     def n_window(self) -> int:
         return max(1, round(self.window / self.dt))
 
@@ -139,21 +141,7 @@ class PairScene(AbstractImpactScene):
 
     def pair_index(self) -> tuple[np.ndarray, np.ndarray]:
         """The qpos and qvel addresses of the pair's joints (slide or hinge)."""
-        m = self.c_model()
-        qadr, vadr = [], []
-        for body in self.pair:
-            b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
-            if b < 0:
-                raise ValueError(f"scene {self.name!r}: pair body {body!r} is not in the MJCF")
-            for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]):
-                if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE)):
-                    raise ValueError(
-                        f"scene {self.name!r}: body {body!r} has a ball or free joint; PairScene's pair state "
-                        "handles slide and hinge joints (override pair_state, with_pair_state and targets)"
-                    )
-                qadr.append(m.jnt_qposadr[j])
-                vadr.append(m.jnt_dofadr[j])
-        return np.asarray(qadr), np.asarray(vadr)
+        return np.asarray(self.qadr, np.int64), np.asarray(self.vadr, np.int64)
 
     def pair_state(self, qpos, qvel):
         """The pair's (qpos, qvel) entries, concatenated: (..., d).  NumPy or JAX, batched or not."""
@@ -202,7 +190,7 @@ class PairScene(AbstractImpactScene):
         nq = self.c_model().nq
         qpos, qvel = np.asarray(inputs[:, :nq], np.float64), np.asarray(inputs[:, nq:], np.float64)
         traj_q, traj_v = roll(self, params, qpos, qvel, self.n_approach, engine=engine)
-        seps = np.asarray(_separations(self, jnp.asarray(np.concatenate([qpos[:, None], traj_q], axis=1))))
+        seps = np.asarray(separations(self, jnp.asarray(np.concatenate([qpos[:, None], traj_q], axis=1))))
         hits = np.asarray(onset(seps[:, :-1], seps[:, 1:], self.dt))
         touched = np.asarray(hits.any(axis=1))
         k = np.argmax(hits, axis=1)
@@ -239,17 +227,34 @@ class PairScene(AbstractImpactScene):
         }
 
 
+def _pair_joints(m: mujoco.MjModel, scene: str, pair: tuple[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The qpos and qvel addresses of the pair's joints; a ball or free joint is refused."""
+    qadr, vadr = [], []
+    for body in pair:
+        b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
+        if b < 0:
+            raise ValueError(f"scene {scene!r}: pair body {body!r} is not in the MJCF")
+        for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]):
+            if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE)):
+                raise ValueError(
+                    f"scene {scene!r}: body {body!r} has a ball or free joint; PairScene's pair state "
+                    "handles slide and hinge joints (override pair_state, with_pair_state and targets)"
+                )
+            qadr.append(int(m.jnt_qposadr[j]))
+            vadr.append(int(m.jnt_dofadr[j]))
+    return tuple(qadr), tuple(vadr)
+
+
 # --- engines ---------------------------------------------------------------------------------------
 
 
 @eqx.filter_jit
-def _separations(scene: PairScene, qpos: Float[Array, "n t nq"]) -> Float[Array, "n t"]:
+def separations(scene: PairScene, qpos: Float[Array, "n t nq"]) -> Float[Array, "n t"]:
+    """`scene.separation` of every world (n) at every recorded step (t)."""
     return jax.vmap(jax.vmap(scene.separation))(qpos)
 
 
-def roll(
-    scene: PairScene, params, qpos, qvel, n_steps: int, *, engine: str, hybrid: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
+def roll(scene: PairScene, params, qpos, qvel, n_steps: int, *, engine: str) -> tuple[np.ndarray, np.ndarray]:
     """Step every world `n_steps` times from (qpos, qvel) with its own parameters; the states after each step.
 
     Args:
@@ -257,22 +262,21 @@ def roll(
         params: (n, p) values of `scene.space`.
         qpos, qvel: (n, nq), (n, nv) start states.
         n_steps: steps at the scene's timestep.
-        engine: "c" (`mujoco.batch` on all cores) or "mjx" (jit + vmap).
-        hybrid: the model without the pair's contacts (default: full contact).
+        engine: "c" (`mujoco.batch` on all cores) or "mjx" (jit + vmap); the full-contact model.
 
     Returns:
         (qpos (n, n_steps, nq), qvel (n, n_steps, nv)), float64.
     """
     params = np.asarray(params, np.float64)
     if engine == "c":
-        batch = _batch.make_batch(scene.c_model(hybrid), scene.space, scene.rows(hybrid), params, nsim=len(params))
+        batch = _batch.make_batch(scene.c_model(), scene.space, scene.rows(), params, nsim=len(params))
         rec = _batch.rollout(batch, qpos, qvel, n_steps, record=("qpos", "qvel"))
         return rec["qpos"], rec["qvel"]
     if engine != "mjx":
         raise ValueError(f"engine {engine!r}: expected 'c' or 'mjx'")
-    model = mjx.put_model(scene.c_model(hybrid))
+    model = mjx.put_model(scene.c_model())
     q, v = _roll_mjx(
-        model, scene.space, scene.rows(hybrid), jnp.asarray(params), jnp.asarray(qpos), jnp.asarray(qvel), n_steps
+        model, scene.space, scene.rows(), jnp.asarray(params), jnp.asarray(qpos), jnp.asarray(qvel), n_steps
     )
     return np.asarray(q, np.float64), np.asarray(v, np.float64)
 
