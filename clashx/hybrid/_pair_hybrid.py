@@ -224,7 +224,7 @@ def pair_rollouts_c(
     """The CPU fallback of `pair_rollouts(..., until_rest=True)`: the same rule between MuJoCo C steps.
 
     While no world is in a window the engine runs `segment` steps at a time and the
-    rule's touch and rest tests are evaluated on the recorded steps at once
+    rule runs over the recorded steps at once
     (`_segment`: the same rule, scanned); at the first step that needs the rule, the batch is put back
     to that step (state and solver warm start) and goes on a step at a time until
     every window is over: the same steps as going one at a time all along, about 4x
