@@ -17,13 +17,26 @@ import pytest
 from test_ingest import slide_track
 
 import clashx
-from clashx.events._ingest import ingest_strike_lab
-from clashx.optimize._plan import CRITERIA, PlanConfig, plan, strike_information
+from clashx.events._ingest import NOISE, ingest_strike_lab
+from clashx.optimize import _plan
+from clashx.optimize._plan import (
+    CRITERIA,
+    LABEL_NOISE,
+    PlanConfig,
+    label_noise,
+    model_error,
+    plan,
+    strike_information,
+    strike_sensitivity,
+)
 from clashx.scenes._strike import sample_strikes
 from clashx.workflows._cli import main
 from clashx.workflows._next_strikes import concat_recordings, strike_loop
 
 FACE_TO_OBLIQUE_MAX = 0.25  # μ1 information of the face-centre strike / the oblique one's, at most
+NOISE_RTOL = 1e-5  # label_noise against its formula (float32 speeds)
+MMD_ATOL = 1e-9  # the greedy coverage's running MMD² against the direct sum
+ERROR_ATOL = 2e-3  # model_error of labels 20 % off, against (0.2 / 1.2)² less the label noise
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +45,67 @@ def square():
 
 
 def test_face_centre_strike_tells_little_about_mu1(square):
-    """Fisher information on μ1 (prior-unit coordinates): face-centre against oblique strikes at the same speed."""
+    """Sensitivity to μ1 (JᵀJ at equal label noise, prior-unit coordinates): face-centre against oblique strikes.
+
+    With each strike's label noise (`strike_information`) the oblique strikes' slower,
+    noisier labels narrow the gap, and they still carry the more.
+    """
     p = square.space.vector()
     face = [[math.pi / 2, 0.0, 0.5]]
     oblique = [[math.pi / 2, math.pi / 12, 0.5], [math.pi / 2, -math.pi / 12, 0.5]]
+    s_face = strike_sensitivity(square, face, p, free=("mu1",))[0, 0, 0]
+    s_obl = strike_sensitivity(square, oblique, p, free=("mu1",))[:, 0, 0]
+    assert np.all(s_face < FACE_TO_OBLIQUE_MAX * s_obl), (s_face, s_obl)
     i_face = strike_information(square, face, p, free=("mu1",))[0, 0, 0]
-    i_obl = strike_information(square, oblique, p, free=("mu1",))[:, 0, 0]
-    assert np.all(i_face < FACE_TO_OBLIQUE_MAX * i_obl), (i_face, i_obl)
+    assert np.all(i_face < strike_information(square, oblique, p, free=("mu1",))[:, 0, 0])
+
+
+def test_label_noise_is_the_floor_and_the_mocap_noise_over_the_slide(square):
+    """Slow strikes' labels are noisier; the noise is LABEL_NOISE ⊕ mocap noise / (v² / 2 μ2 g), v the predicted speed."""
+    p = np.asarray(square.space.vector(), np.float64)
+    strikes = np.array([[math.pi / 2, 0.0, v] for v in (0.2, 0.4, 0.8)])
+    noise = label_noise(square, strikes, p)
+    speed = np.linalg.norm(np.asarray(jax.vmap(lambda s: square(s, p))(strikes))[:, :2], axis=1)
+    slide = speed**2 / (2 * p[square.space.index("mu2")] * _plan.GRAVITY)
+    np.testing.assert_allclose(noise, np.sqrt(LABEL_NOISE**2 + (NOISE[0] / slide) ** 2), rtol=NOISE_RTOL)
+    assert noise[0] > noise[1] > noise[2] > LABEL_NOISE
+
+
+def test_model_error_is_what_the_label_noise_does_not_explain(square):
+    """Labels at the prediction: no model error; labels 20 % faster on fast strikes: (0.2/1.2)² less 3 LABEL_NOISE²."""
+    p = np.asarray(square.space.vector(), np.float64)
+    strikes = np.array([[th, 0.0, 0.8] for th in (1.2, 1.5, 1.8, 2.1)])
+    pred = np.asarray(jax.vmap(lambda s: square(s, p))(strikes), np.float64)
+    assert model_error(square, strikes, pred, p) == 0.0
+    slow = label_noise(square, strikes, p)
+    expect = (0.2 / 1.2) ** 2 - 3 * np.average(slow**2, weights=1 / slow**2)
+    assert abs(model_error(square, strikes, 1.2 * pred, p) - expect) < ERROR_ATOL
+
+
+def test_robust_is_predictive_without_model_error_and_covers_with_it(square):
+    """error = 0: the predictive criterion's picks; a large error: a design closer to the candidates' spread."""
+    p = square.space.vector()
+    ran = np.array([[1.0, 0.1, 0.5], [2.0, -0.1, 0.6]])
+
+    def picks(criterion, error=None):
+        return plan(square, p, ran=ran, error=error, config=PlanConfig(k=4, criterion=criterion, candidates=512))
+
+    np.testing.assert_array_equal(picks("robust", 0.0)["strikes"], picks("predictive")["strikes"])
+    cand = np.asarray(sample_strikes(512, key=jax.random.split(jax.random.PRNGKey(0), 3)[0]), np.float64)
+
+    def mmd(design):  # direct MMD² (less its constant) in units of one random strike's
+        cov = _plan._Coverage(cand, None)
+        u, c = _plan._unit_strikes(design), cov.cand
+        return (_plan._kernel(u, u).mean() - 2 * _plan._kernel(u, c).mean()) / cov.norm
+
+    wide = picks("robust", 100.0)["strikes"]
+    assert mmd(np.concatenate([ran, wide])) < mmd(np.concatenate([ran, picks("predictive")["strikes"]]))
+    cov = _plan._Coverage(cand, ran)
+    for j in (5, 17):
+        after = cov.after_each()[j]
+        cov.add(j)
+        assert abs(after - cov.mmd()) < MMD_ATOL
+    assert abs(cov.mmd() - mmd(np.concatenate([ran, cand[[5, 17]]]))) < MMD_ATOL
 
 
 def test_d_optimal_picks_the_most_informative_candidates(square):
@@ -50,7 +117,8 @@ def test_d_optimal_picks_the_most_informative_candidates(square):
     cand = np.asarray(sample_strikes(256, key=jax.random.split(jax.random.PRNGKey(4), 3)[0]), np.float64)
     info = strike_information(square, cand, p, free=("mu1",))[:, 0, 0]
     np.testing.assert_allclose(r["strikes"], cand[np.argsort(info)[::-1][:3]])
-    assert np.mean(np.abs(r["strikes"][:, 1])) > math.pi / 24  # more oblique than the candidates' mean
+    # strikes whose labels the lab measures well: less noisy than the candidates' median
+    assert np.all(label_noise(square, r["strikes"], p) < np.median(label_noise(square, cand, p)))
 
 
 @pytest.mark.parametrize("criterion", CRITERIA)
@@ -74,7 +142,7 @@ def test_plan_command_writes_the_lab_csv(tmp_path):
                  "--json", str(tmp_path / "plan.json")]) == 0  # fmt: skip
     lines = out.read_text().splitlines()
     assert lines[0] == "theta,theta1,v_pre" and len(lines) == 4
-    assert json.loads((tmp_path / "plan.json").read_text())["criterion"] == "d-optimal"
+    assert json.loads((tmp_path / "plan.json").read_text())["criterion"] == "robust"
     bad = tmp_path / "bad.csv"
     assert main(["plan", "--shape", "triangle", "--k", "0", "--out", str(bad)]) == 2
     assert not bad.exists()

@@ -7,14 +7,34 @@ strikes from candidates drawn over the lab's ranges, greedily, by one of:
 - "d-optimal": the largest gain in log det of the parameters' precision (the
   expected shrinkage of the posterior's volume, Laplace): a strike's information
   is JᵀJ / σ², J = ∂(relative velocity residual)/∂(parameters in the prior's unit
-  cube) through the surrogate, σ = LABEL_NOISE;
+  cube) through the surrogate, σ the strike's expected label noise (`label_noise`);
 - "predictive" (I-optimal): the largest expected drop of the predictions' variance averaged
   over strikes drawn like the candidates, tr(A Σ) − tr(A Σ'), A the candidates' mean
   information: what the α-accuracy on random test strikes scores;
 - "disagreement": the largest spread of the strike's predicted velocity over an
   ensemble of parameter draws from the current posterior (the surrogate's
   disagreement with itself where the parameters are unsure), in label-noise units;
+- "robust": the predictive criterion plus the model's own error (Box & Draper's
+  variance-plus-bias design): where the surrogate cannot match the lab whatever
+  its parameters, the strikes that teach the parameters most are the ones that
+  bias them most, so a design that covers the strikes to be predicted beats one
+  that sits at the ranges' ends.  The bias term is the design's maximum mean
+  discrepancy from strikes drawn like the candidates (Gaussian kernel of
+  COVERAGE_LENGTH of each range), normalised so that n random strikes score
+  1/n, times the model error over the label noise (squared), the model error read
+  from the strikes already run (`model_error`): a model that fits the lab within
+  the label noise plans like "predictive", one that does not plans for coverage;
 - "random": uniform over the ranges (the baseline).
+
+The label noise is what makes the criteria prefer strikes the lab can measure.
+A strike's velocity label is read from the block's slide after release
+(`clashx.events._ingest`); a slow strike's slide is a few millimetres, a few
+motion-capture noise std, so its label is poor.  `label_noise` is LABEL_NOISE
+(the labels' median error) and the motion-capture noise over the predicted slide
+length v² / (2 μ2 g), in quadrature.  Without it every criterion chose slow
+strikes near the ranges' ends, whose sensitivities are large and whose labels
+are noise (issue 12's first measurements: D-optimal fell from 0.59 to 0.39 on
+the square as strikes were added).
 
 After each pick the posterior precision takes the picked strike's information,
 so the next pick is informative about what is still unsure.  Parameters are
@@ -31,12 +51,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core._types import Array, Float
+from ..events._ingest import NOISE
+from ..events._metrics import speed_vector
+from ..scenes import _geometry as geo
 from ..scenes._strike import sample_strikes
 from ..surrogate._surrogate import Surrogate
 
-CRITERIA = ("d-optimal", "predictive", "disagreement", "random")
+CRITERIA = ("robust", "d-optimal", "predictive", "disagreement", "random")
 # One-sigma of a velocity label, relative (the stop-time labels of the lab's tracks: 4.4-4.9 % median error).
 LABEL_NOISE = 0.05
+GRAVITY = 9.81  # m/s²
+COVERAGE_LENGTH = 0.25  # "robust": the coverage kernel's length, in units of each strike range
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +70,7 @@ class PlanConfig:
 
     Attributes:
         k: strikes to propose.
-        criterion: "d-optimal", "predictive", "disagreement" or "random".
+        criterion: "robust", "d-optimal", "predictive", "disagreement" or "random".
         candidates: strikes drawn uniformly over the lab's ranges to choose from.
         ensemble: parameter draws of the "disagreement" criterion.
         free: the parameters whose information counts (default: all of the model's space).
@@ -53,7 +78,7 @@ class PlanConfig:
     """
 
     k: int = 5
-    criterion: str = "d-optimal"
+    criterion: str = "robust"
     candidates: int = 2048
     ensemble: int = 32
     free: tuple[str, ...] | None = None
@@ -79,12 +104,42 @@ def _jacobians(model: Surrogate, strikes, params) -> Float[Array, "n 3 p"]:
     return jax.vmap(one)(strikes)
 
 
-def strike_information(model: Surrogate, strikes, params, free: tuple[str, ...] | None = None) -> np.ndarray:
-    """Each strike's Fisher information (n, f, f) on the `free` parameters, in prior-unit coordinates, σ = LABEL_NOISE."""
+@eqx.filter_jit
+def _speeds(model: Surrogate, strikes, params) -> Float[Array, " n"]:
+    """The predicted post-impact translational speed of each strike (m/s)."""
+    vel = jax.vmap(lambda s: model(s, params))(strikes)
+    return jnp.linalg.norm(speed_vector(vel, geo.characteristic_length(model.shape))[:, :2], axis=-1)
+
+
+def label_noise(model: Surrogate, strikes, params) -> np.ndarray:
+    """Each strike's expected relative label noise (n,): LABEL_NOISE and the mocap noise over the slide, in quadrature.
+
+    The slide's length is the predicted post-impact speed v over the ground's
+    deceleration, v² / (2 μ2 g), μ2 the current value; the motion-capture noise
+    is SCENE.md's 0.5 mm (`clashx.events._ingest.NOISE`).
+    """
+    params = np.asarray(params, np.float64)
+    speed = np.asarray(_speeds(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)), np.float64)
+    decel = max(float(params[model.space.index("mu2")]), 1e-3) * GRAVITY
+    slide = np.maximum(speed, 1e-3) ** 2 / (2.0 * decel)
+    return np.sqrt(LABEL_NOISE**2 + (NOISE[0] / slide) ** 2)
+
+
+def strike_sensitivity(model: Surrogate, strikes, params, free: tuple[str, ...] | None = None) -> np.ndarray:
+    """JᵀJ / LABEL_NOISE² (n, f, f): each strike's sensitivity on the `free` parameters, in prior-unit coordinates."""
     cols = _cols(model, free)
     jac = np.asarray(_jacobians(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)), np.float64)
     jac = jac[:, :, cols] * model.space.unit_scale(params)[cols]
     return np.einsum("nki,nkj->nij", jac, jac) / LABEL_NOISE**2
+
+
+def strike_information(model: Surrogate, strikes, params, free: tuple[str, ...] | None = None) -> np.ndarray:
+    """Each strike's Fisher information (n, f, f) on the `free` parameters, in prior-unit coordinates.
+
+    JᵀJ / σ², σ the strike's `label_noise`.
+    """
+    weight = (LABEL_NOISE / label_noise(model, strikes, params)) ** 2
+    return strike_sensitivity(model, strikes, params, free) * weight[:, None, None]
 
 
 def prior_precision(model: Surrogate, params, std=None, free: tuple[str, ...] | None = None) -> np.ndarray:
@@ -110,12 +165,78 @@ def _spread(model: Surrogate, strikes, draws) -> Float[Array, " n"]:
     return jnp.mean(res**2, axis=(0, 2))
 
 
+def model_error(model: Surrogate, strikes, labels, params) -> float:
+    """The model's squared error beyond the label noise on strikes already run (summed over the 3 components).
+
+    The mean squared relative residual of the labels at `params` less what their
+    `label_noise` explains, each strike weighted by its label's precision (a slow
+    strike's label says little about the model), at least 0: what no choice of
+    parameters removes.
+    """
+    strikes = jnp.asarray(strikes, jnp.float32)
+    res = jax.vmap(model.example_residuals, in_axes=(0, 0, None))(
+        strikes, jnp.asarray(labels, jnp.float32), jnp.asarray(params, jnp.float32)
+    )
+    noise = label_noise(model, strikes, params)
+    excess = np.sum(np.asarray(res, np.float64) ** 2, -1) - 3.0 * noise**2
+    weight = 1.0 / noise**2
+    return float(max(np.sum(weight * excess) / np.sum(weight), 0.0))
+
+
+def _unit_strikes(strikes) -> np.ndarray:
+    lo = np.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
+    hi = np.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+    return (np.asarray(strikes, np.float64) - lo) / (hi - lo)
+
+
+def _kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    d2 = np.sum((a[:, None, :] - b[None, :, :]) ** 2, -1)
+    return np.exp(-0.5 * d2 / COVERAGE_LENGTH**2)
+
+
+class _Coverage:
+    """The design's maximum mean discrepancy from the candidates' distribution, per candidate added (greedy)."""
+
+    def __init__(self, cand: np.ndarray, ran: np.ndarray | None):
+        self.cand = _unit_strikes(cand)
+        k_cc = _kernel(self.cand, self.cand)
+        self.pool_mean = k_cc.mean(1)  # E_pool k(c, ·)
+        self.norm = max(1.0 - float(k_cc.mean()), 1e-9)  # E MMD² of one random strike
+        self.k_cc = k_cc
+        d = np.zeros((0, 3)) if ran is None else _unit_strikes(ran)
+        self.cross = _kernel(self.cand, d).sum(1)  # Σ_design k(c, d)
+        self.self_sum = float(_kernel(d, d).sum())
+        self.pool_sum = float(_kernel(d, self.cand).mean(1).sum()) if len(d) else 0.0
+        self.n = len(d)
+
+    def mmd(self) -> float:
+        """MMD² of the design less its pool-pool constant, over one random strike's."""
+        if self.n == 0:
+            return 0.0
+        return (self.self_sum / self.n**2 - 2.0 * self.pool_sum / self.n) / self.norm
+
+    def after_each(self) -> np.ndarray:
+        """MMD² (same units) of the design with each candidate added."""
+        n = self.n + 1
+        return (
+            (self.self_sum + 2.0 * self.cross + 1.0) / n**2 - 2.0 * (self.pool_sum + self.pool_mean) / n
+        ) / self.norm
+
+    def add(self, j: int) -> None:
+        self.self_sum += 2.0 * self.cross[j] + 1.0
+        self.pool_sum += self.pool_mean[j]
+        self.cross = self.cross + self.k_cc[:, j]
+        self.n += 1
+
+
 def plan(
     model: Surrogate,
     params,
     *,
     std=None,
     done=None,
+    ran=None,
+    error: float | None = None,
     config: PlanConfig | None = None,
 ) -> dict:
     """Propose the next `config.k` strikes (θ, θ1, v_pre) for the lab.
@@ -128,6 +249,9 @@ def plan(
         done: strikes already run (m, 3); their information is counted in (their labels
             are not needed, so a strike still to be ingested counts too).  With `std` from an
             identification on those strikes, leave this None (they are in `std` already).
+        ran: strikes already run whose information is in `std` (m, 3): "robust" covers around them.
+        error: "robust"'s model error beyond the label noise (`model_error`, squared relative
+            error summed over the 3 components); None: 3·LABEL_NOISE², as large as the label noise.
         config: k, criterion, candidates, ensemble, free parameters, seed.
 
     Returns:
@@ -150,16 +274,23 @@ def plan(
         precision = precision + info.sum(0)
         scores = [0.0] * config.k
     else:
-        info = strike_information(model, cand, params, config.free)
+        sens = strike_sensitivity(model, cand, params, config.free)
+        info = sens * ((LABEL_NOISE / label_noise(model, cand, params)) ** 2)[:, None, None]
         z = np.asarray(jax.random.normal(k_ens, (config.ensemble, len(cols))), np.float64)
-        a_mean = info.mean(0)  # the information of a strike drawn like the candidates (predictive)
+        a_mean = sens.mean(0)  # the prediction's sensitivity for a strike drawn like the candidates (predictive)
+        if config.criterion == "robust":
+            design = [a for a in (ran, done) if a is not None and len(a)]
+            coverage = _Coverage(cand, np.concatenate(design) if design else None)
+            bias_weight = (3.0 * LABEL_NOISE**2 if error is None else float(error)) / LABEL_NOISE**2
         picks, scores = [], []
         for _ in range(config.k):
             if config.criterion == "d-optimal":
                 score = np.linalg.slogdet(precision[None] + info)[1] - np.linalg.slogdet(precision)[1]
-            elif config.criterion == "predictive":
+            elif config.criterion in ("predictive", "robust"):
                 after_each = np.linalg.inv(precision[None] + info)
                 score = np.trace(a_mean @ np.linalg.inv(precision)) - np.einsum("ij,nji->n", a_mean, after_each)
+                if config.criterion == "robust":
+                    score = score + bias_weight * (coverage.mmd() - coverage.after_each())
             else:
                 score = _disagreement(model, cand, params, precision, z, cols)
             score[picks] = -np.inf
@@ -167,6 +298,8 @@ def plan(
             picks.append(j)
             scores.append(float(score[j]))
             precision = precision + info[j]
+            if config.criterion == "robust":
+                coverage.add(j)
     after = np.sqrt(np.diag(np.linalg.inv(precision))) * scale
     names = [model.space.names[c] for c in cols]
     return {

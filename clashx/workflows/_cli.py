@@ -408,13 +408,19 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--model", help="run folder of a surrogate (default: the one shipped for --shape)")
     n.add_argument("--params", help="PARAMS.json of `clashx identify` (values and std; default: the prior)")
     n.add_argument("--done", help="recording or event file of strikes already run and not in PARAMS.json's std")
+    n.add_argument(
+        "--ran",
+        help="recording or event file of the strikes PARAMS.json was identified from (robust: the design covers "
+        "around them, and their labels give the model's error)",
+    )
     n.add_argument("--k", type=int, default=5, help="strikes to propose (default 5)")
     n.add_argument(
         "--criterion",
-        choices=("d-optimal", "predictive", "disagreement", "random"),
-        default="d-optimal",
-        help="d-optimal (default): largest expected shrinkage of the parameters' posterior; predictive: of the "
-        "predictions' variance over random strikes; disagreement: "
+        choices=("robust", "d-optimal", "predictive", "disagreement", "random"),
+        default="robust",
+        help="robust (default): predictive plus coverage of the strikes to predict, weighted by the model's error "
+        "(read from --ran/--done's labels); d-optimal: largest expected shrinkage of the parameters' posterior; "
+        "predictive: of the predictions' variance over random strikes; disagreement: "
         "largest spread of the prediction over posterior draws; random: the baseline",
     )
     n.add_argument("--candidates", type=int, default=2048, help="candidate strikes over the lab's ranges")

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core._types import PRNGKeyArray
 from ..learn._lab_fit import LabFitConfig, fit_recording
-from ..optimize._plan import PlanConfig, plan
+from ..optimize._plan import PlanConfig, model_error, plan
 from ..scenes._strike import StrikeSim, sample_strikes
 from ..surrogate._surrogate import Surrogate
 
@@ -47,7 +47,7 @@ def strike_loop(
     run_lab: Callable[[np.ndarray], dict[str, Any]],
     *,
     key: PRNGKeyArray,
-    criterion: str = "d-optimal",
+    criterion: str = "robust",
     start: int = 3,
     checkpoints: Sequence[int] = CHECKPOINTS,
     fit_config: LabFitConfig = LOOP_FIT,
@@ -94,7 +94,10 @@ def strike_loop(
             criterion=criterion,
             seed=int(jax.random.randint(jax.random.fold_in(k_loop, 2 * step + 1), (), 0, 2**30)),
         )
-        nxt = np.asarray(plan(fit.model, fit.params, std=fit.std, config=config)["strikes"], np.float64)
+        used, labels = fit.events["strike"][fit.rows], fit.events["post_velocity"][fit.rows]
+        error = model_error(fit.model, used, labels, fit.params)
+        proposal = plan(fit.model, fit.params, std=fit.std, ran=strikes, error=error, config=config)
+        nxt = np.asarray(proposal["strikes"], np.float64)
         parts.append(run_lab(nxt))
         strikes = np.concatenate([strikes, nxt])
         step += 1
