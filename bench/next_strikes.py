@@ -5,7 +5,7 @@
                                  [--mbo-targets 20] [--mbo-at 3,5,8,10,15,20] [--json OUT] [--plot OUT.png]
 
 For every criterion and repeat, `clashx.workflows._next_strikes.strike_loop`
-starts from 3 random strikes (the same ones for every criterion of a repeat),
+starts from `--start` (3) random strikes (the same ones for every criterion of a repeat),
 then plans, runs the planned strikes in the lab (`strike_lab.py --reset-each`,
 via bench/cmaes.py's `run_lab`) and identifies from all tracks so far (the
 two-stage fit without re-distillation or fine-tuning), at 3, 5, 8, 10, 15 and
@@ -56,10 +56,11 @@ def main() -> None:
     ap.add_argument("--mbo-generations", type=int, default=20, help="CMA-ES generations per target (population 16)")
     ap.add_argument("--model", help="run folder of a surrogate (default: the shipped one)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=3, help="random strikes before the first plan (2 or 3)")
     ap.add_argument("--json")
     ap.add_argument("--plot")
     a = ap.parse_args()
-    checkpoints = [c for c in CHECKPOINTS if c <= a.budget]
+    checkpoints = sorted({a.start} | {c for c in CHECKPOINTS if a.start <= c <= a.budget})
     model = load_or_shipped(a.model, a.shape)
     sim = make_strike_sim(a.shape, space=model.space)
     length = geo.characteristic_length(a.shape)
@@ -98,7 +99,9 @@ def main() -> None:
         t0 = time.perf_counter()
         for r in range(a.repeats):
             key = jax.random.PRNGKey(1000 * a.seed + r)
-            for cp in strike_loop(model, sim, lab, key=key, criterion=criterion, checkpoints=checkpoints):
+            for cp in strike_loop(
+                model, sim, lab, key=key, criterion=criterion, start=a.start, checkpoints=checkpoints
+            ):
                 pred = np.asarray(predict(cp["model"], test["strike"][ok], cp["params"]))
                 acc[str(cp["n"])].append(_metrics.alpha_accuracy(pred, test["post_velocity_true"][ok], length, 0.1))
                 if cp["n"] in mbo_at:

@@ -21,9 +21,11 @@ strikes from candidates drawn over the lab's ranges, greedily, by one of:
   that sits at the ranges' ends.  The bias term is the design's maximum mean
   discrepancy from strikes drawn like the candidates (Gaussian kernel of
   COVERAGE_LENGTH of each range), normalised so that n random strikes score
-  1/n, times the model error over the label noise (squared), the model error read
-  from the strikes already run (`model_error`): a model that fits the lab within
-  the label noise plans like "predictive", one that does not plans for coverage;
+  1/n, times p times the model error over the label noise (squared): on a random
+  design the model error acts like label noise, p σ_b² / n against the label
+  noise's p σ² / n.  The model error is read from the strikes already run
+  (`model_error`): a model that fits the lab within the label noise plans like
+  "predictive", one that does not plans for coverage;
 - "random": uniform over the ranges (the baseline).
 
 The label noise is what makes the criteria prefer strikes the lab can measure.
@@ -281,7 +283,8 @@ def plan(
         if config.criterion == "robust":
             design = [a for a in (ran, done) if a is not None and len(a)]
             coverage = _Coverage(cand, np.concatenate(design) if design else None)
-            bias_weight = (3.0 * LABEL_NOISE**2 if error is None else float(error)) / LABEL_NOISE**2
+            # model error acts like label noise on a random design (p σ_b² / n, as the label noise gives p σ² / n)
+            bias_weight = len(cols) * (3.0 * LABEL_NOISE**2 if error is None else float(error)) / LABEL_NOISE**2
         picks, scores = [], []
         for _ in range(config.k):
             if config.criterion == "d-optimal":
