@@ -232,6 +232,18 @@ def test_trajectory_errors_definition():
     assert e["rot_deg_mean"] == pytest.approx(10.0, abs=1e-6)
 
 
+def test_horizon_errors_average_the_first_frames_only():
+    """An error that starts at frame 50 of 100: none over the first 40 frames, (100-50)/80 of it over 80."""
+    real = np.zeros((100, 13))
+    real[:, 0] = 1.0
+    sim_ = real.copy()
+    sim_[50:, 4] += F.WIDTH  # one width off from frame 50
+    e = F.trajectory_errors([sim_], [real])
+    assert e["pos_pct_40_mean"] == 0.0
+    assert e["pos_pct_80_mean"] == pytest.approx(100.0 * 30 / 80)
+    assert e["pos_pct_mean"] == pytest.approx(50.0) and F.HORIZONS == (40, 80)
+
+
 def test_rollout_c_matches_simulate_tosses_c(sim, c_events):
     states, params, ev = c_events
     got = F.rollout_c(sim, states, params, N_FRAMES)

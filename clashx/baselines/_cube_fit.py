@@ -10,6 +10,9 @@ cube's width (0.1048 m):
 - position error of a toss: mean over k of ‖p_sim(k) − p_real(k)‖ / w, in %;
 - at rest: the same at the last frame k = K − 1 (every toss ends at rest);
 - rotation error of a toss: mean over k of the angle of R_sim(k)ᵀ R_real(k), in degrees;
+- the same two averaged over the first H frames only, H in HORIZONS (40 and 80:
+  dair_pll, whose tosses these are, slices them into 80-step trajectories; the
+  shipped tosses are 85 to 139 frames long, median 105);
 
 and a method's figure is the mean (± std) of the tosses' errors.
 
@@ -46,6 +49,7 @@ from ..scenes._toss import TossSim
 from ..surrogate._cube import quat_conj, quat_log
 
 WIDTH = 2 * _toss.HALF  # m
+HORIZONS = (40, 80)  # frames from the first: the errors' short horizons (beside the whole recording)
 _Z_MAX = 4.0  # logits stay in [-4, 4] (see `_baselines._Z_MAX`)
 
 
@@ -64,14 +68,17 @@ def toss_errors(sim_track: np.ndarray, real_track: np.ndarray) -> dict:
     s = np.asarray(sim_track)[:k]
     pos = 100 * np.linalg.norm(s[:, 4:7] - real_track[:, 4:7], axis=1) / WIDTH
     rot = rotation_angle_deg(s[:, 0:4], real_track[:, 0:4])
-    return {"pos_pct": float(pos.mean()), "rest_pct": float(pos[-1]), "rot_deg": float(rot.mean())}
+    out = {"pos_pct": float(pos.mean()), "rest_pct": float(pos[-1]), "rot_deg": float(rot.mean())}
+    for h in HORIZONS:
+        out[f"pos_pct_{h}"], out[f"rot_deg_{h}"] = float(pos[:h].mean()), float(rot[:h].mean())
+    return out
 
 
 def trajectory_errors(sim_tracks, real_tracks: list[np.ndarray]) -> dict:
     """Mean and std over tosses of `toss_errors`; sim_tracks (n, ≥ K_max, 13) or a list."""
     per = [toss_errors(s, r) for s, r in zip(sim_tracks, real_tracks, strict=True)]
     out = {}
-    for key in ("pos_pct", "rest_pct", "rot_deg"):
+    for key in per[0]:
         v = np.array([p[key] for p in per])
         out[key + "_mean"], out[key + "_std"] = float(v.mean()), float(v.std())
     out["n"] = len(per)

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..baselines._cube_fit import identify_sysid, identify_trajectory_mjx, rollout_c, trajectory_errors
+from ..baselines._cube_fit import HORIZONS, identify_sysid, identify_trajectory_mjx, rollout_c, trajectory_errors
 from ..events._ingest_cube import ingest_cube_tosses, load_cube_tracks
 from ..hybrid._cube_rollout import hybrid_tosses, rest_rollout
 from ..learn._cube_learn import finetune_cube, identify_cube
@@ -275,6 +275,18 @@ def summary_table(result: dict) -> str:
             f"{name:<19}{r['pos_pct_mean']:>8.1f} ± {r['pos_pct_std']:<5.1f}{r['rest_pct_mean']:>8.1f} ± {r['rest_pct_std']:<4.0f}"
             f"{r['rot_deg_mean']:>8.1f} ± {r['rot_deg_std']:<5.1f}{r['alpha_0.1']:>7.2f}{r['alpha_0.2']:>7.2f}"
         )
+    lines.append("by horizon, mean over tosses (frames from the first; whole: every recorded frame):")
+    cols = [str(h) for h in HORIZONS] + ["whole"]
+    lines.append(
+        f"{'method':<19}" + "".join(f"{'pos % @' + c:>14}" for c in cols) + "".join(f"{'rot° @' + c:>13}" for c in cols)
+    )
+    for name in METHODS:
+        r = result["methods"].get(name)
+        if r is None:
+            continue
+        pos = [r[f"pos_pct_{h}_mean"] for h in HORIZONS] + [r["pos_pct_mean"]]
+        rot = [r[f"rot_deg_{h}_mean"] for h in HORIZONS] + [r["rot_deg_mean"]]
+        lines.append(f"{name:<19}" + "".join(f"{v:>14.1f}" for v in pos) + "".join(f"{v:>13.1f}" for v in rot))
     lines.append("published (Acosta et al. 2022, tuned, all tosses):")
     for name, (pos, rot) in PUBLISHED.items():
         lines.append(f"  {name:<17}{pos:>8.1f}{'':<22}{rot:>8.1f}")
@@ -294,6 +306,11 @@ def json_summary(result: dict) -> dict:
             "alpha_accuracy": r["alpha_0.1"],
             "alpha_accuracy_0.2": r["alpha_0.2"],
             "post_median_rel_err": r["median_rel_err"],
+            "horizons": {
+                str(h): {"pos_err_pct_width_mean": r[f"pos_pct_{h}_mean"], "rot_err_deg_mean": r[f"rot_deg_{h}_mean"]}
+                for h in HORIZONS
+            }
+            | {"whole": {"pos_err_pct_width_mean": r["pos_pct_mean"], "rot_err_deg_mean": r["rot_deg_mean"]}},
             "params": r["params"],
             "fit_s": r["fit_s"],
         } | ({"rest_params": r["rest_params"], "finetune": r["finetune"]} if "rest_params" in r else {})
