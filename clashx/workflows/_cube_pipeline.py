@@ -284,9 +284,9 @@ def summary_table(result: dict) -> str:
         r = result["methods"].get(name)
         if r is None:
             continue
-        pos = [r[f"pos_pct_{h}_mean"] for h in HORIZONS] + [r["pos_pct_mean"]]
-        rot = [r[f"rot_deg_{h}_mean"] for h in HORIZONS] + [r["rot_deg_mean"]]
-        lines.append(f"{name:<19}" + "".join(f"{v:>14.1f}" for v in pos) + "".join(f"{v:>13.1f}" for v in rot))
+        by_pos = [r[f"pos_pct_{h}_mean"] for h in HORIZONS] + [r["pos_pct_mean"]]
+        by_rot = [r[f"rot_deg_{h}_mean"] for h in HORIZONS] + [r["rot_deg_mean"]]
+        lines.append(f"{name:<19}" + "".join(f"{v:>14.1f}" for v in by_pos) + "".join(f"{v:>13.1f}" for v in by_rot))
     lines.append("published (Acosta et al. 2022, tuned, all tosses):")
     for name, (pos, rot) in PUBLISHED.items():
         lines.append(f"  {name:<17}{pos:>8.1f}{'':<22}{rot:>8.1f}")
