@@ -29,6 +29,7 @@ from clashx.optimize._plan import (
     strike_information,
     strike_sensitivity,
 )
+from clashx.scenes import _geometry as geo
 from clashx.scenes._strike import sample_strikes
 from clashx.workflows._cli import main
 from clashx.workflows._next_strikes import concat_recordings, strike_loop
@@ -66,7 +67,7 @@ def test_label_noise_is_the_floor_and_the_mocap_noise_over_the_slide(square):
     strikes = np.array([[math.pi / 2, 0.0, v] for v in (0.2, 0.4, 0.8)])
     noise = label_noise(square, strikes, p)
     speed = np.linalg.norm(np.asarray(jax.vmap(lambda s: square(s, p))(strikes))[:, :2], axis=1)
-    slide = speed**2 / (2 * p[square.space.index("mu2")] * _plan.GRAVITY)
+    slide = speed**2 / (2 * p[square.space.index("mu2")] * geo.GRAVITY)
     np.testing.assert_allclose(noise, np.sqrt(LABEL_NOISE**2 + (NOISE[0] / slide) ** 2), rtol=NOISE_RTOL)
     assert noise[0] > noise[1] > noise[2] > LABEL_NOISE
 

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import _batch
+from ..scenes import _geometry as geo
 from ..scenes._strike import StrikeSim
 
 VELOCITY_STEP = 2e-3  # m/s and rad/s·r: central-difference step of the release velocity
@@ -463,7 +464,7 @@ def ingest_by_simulation(
     rows = np.flatnonzero(events["touched"] & np.isfinite(events["post_velocity"]).all(1))
     tracks, states = slide_tracks(recording, events, rows)
     decel = meta["prior"]["deceleration"]
-    mu2 = float(np.clip(decel[0] / 9.81, sim.space.low[1], sim.space.high[1])) if decel else 0.5
+    mu2 = float(np.clip(decel[0] / geo.GRAVITY, sim.space.low[1], sim.space.high[1])) if decel else 0.5
     fit = fit_slides(sim, tracks, states, sim.space.vector(mu2=mu2), tuple(meta["noise"]), free=free,
                      iterations=iterations)  # fmt: skip
     velocity = np.array(events["post_velocity"], np.float64)

@@ -49,6 +49,7 @@ import numpy as np
 
 from ..core._types import PRNGKeyArray
 from ..events._ingest import ingest_strike_lab
+from ..scenes import _geometry as geo
 from ..scenes._strike import StrikeSim
 from ..surrogate._surrogate import Surrogate
 from ._distil import LocalDistilConfig, distil_locally
@@ -117,9 +118,6 @@ class LabFit(NamedTuple):
     report: dict[str, Any]
 
 
-GRAVITY = 9.81  # m/s²
-
-
 def ground_friction(events: dict[str, np.ndarray]) -> tuple[float, float]:
     """μ2 and its one-sigma from the slides: the file's pooled deceleration over g (Coulomb sliding).
 
@@ -133,7 +131,7 @@ def ground_friction(events: dict[str, np.ndarray]) -> tuple[float, float]:
             "after release); record harder strikes or more of them"
         )
     mean, spread = prior
-    return float(mean) / GRAVITY, float(spread) / GRAVITY
+    return float(mean) / geo.GRAVITY, float(spread) / geo.GRAVITY
 
 
 def _named(space, values) -> dict[str, float]:

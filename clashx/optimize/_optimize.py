@@ -34,8 +34,8 @@ from ..hybrid._hybrid import Handler, HybridSim
 from ..scenes import _geometry as geo
 from ..scenes._strike import StrikeSim
 
-_LOW = jnp.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
-_HIGH = jnp.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+_LOW = jnp.asarray(geo.STRIKE_LOW)
+_HIGH = jnp.asarray(geo.STRIKE_HIGH)
 
 
 class MBOConfig(eqx.Module):
@@ -88,9 +88,7 @@ def strikes_of_unit(u: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
 
 def clip_to_ranges(strikes) -> np.ndarray:
     """Strikes as float64, clipped into SCENE.md's ranges (float32 rounding can step 1e-8 outside them)."""
-    low = np.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
-    high = np.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
-    return np.clip(np.asarray(strikes, np.float64), low, high)
+    return np.clip(np.asarray(strikes, np.float64), geo.STRIKE_LOW, geo.STRIKE_HIGH)
 
 
 def wrap(angle):

@@ -62,7 +62,6 @@ from ..surrogate._surrogate import Surrogate
 CRITERIA = ("robust", "d-optimal", "predictive", "disagreement", "random")
 # One-sigma of a velocity label, relative (the stop-time labels of the lab's tracks: 4.4-4.9 % median error).
 LABEL_NOISE = 0.05
-GRAVITY = 9.81  # m/s²
 COVERAGE_LENGTH = 0.25  # "robust": the coverage kernel's length, in units of each strike range
 
 
@@ -122,7 +121,7 @@ def label_noise(model: Surrogate, strikes, params) -> np.ndarray:
     """
     params = np.asarray(params, np.float64)
     speed = np.asarray(_speeds(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)), np.float64)
-    decel = max(float(params[model.space.index("mu2")]), 1e-3) * GRAVITY
+    decel = max(float(params[model.space.index("mu2")]), 1e-3) * geo.GRAVITY
     slide = np.maximum(speed, 1e-3) ** 2 / (2.0 * decel)
     return np.sqrt(LABEL_NOISE**2 + (NOISE[0] / slide) ** 2)
 
@@ -140,8 +139,12 @@ def strike_information(model: Surrogate, strikes, params, free: tuple[str, ...] 
 
     JᵀJ / σ², σ the strike's `label_noise`.
     """
-    weight = (LABEL_NOISE / label_noise(model, strikes, params)) ** 2
-    return strike_sensitivity(model, strikes, params, free) * weight[:, None, None]
+    return _information(model, strikes, params, strike_sensitivity(model, strikes, params, free))
+
+
+def _information(model: Surrogate, strikes, params, sensitivity: np.ndarray) -> np.ndarray:
+    """`strike_sensitivity` (JᵀJ / LABEL_NOISE²) → information (JᵀJ / σ², σ the strikes' `label_noise`)."""
+    return sensitivity * ((LABEL_NOISE / label_noise(model, strikes, params)) ** 2)[:, None, None]
 
 
 def prior_precision(model: Surrogate, params, std=None, free: tuple[str, ...] | None = None) -> np.ndarray:
@@ -186,14 +189,13 @@ def model_error(model: Surrogate, strikes, labels, params) -> float:
 
 
 def _unit_strikes(strikes) -> np.ndarray:
-    lo = np.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
-    hi = np.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
-    return (np.asarray(strikes, np.float64) - lo) / (hi - lo)
+    return (np.asarray(strikes, np.float64) - geo.STRIKE_LOW) / (geo.STRIKE_HIGH - geo.STRIKE_LOW)
 
 
 def _kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    d2 = np.sum((a[:, None, :] - b[None, :, :]) ** 2, -1)
-    return np.exp(-0.5 * d2 / COVERAGE_LENGTH**2)
+    """Gaussian kernel (len(a), len(b)) of points of the unit cube, COVERAGE_LENGTH wide."""
+    d2 = np.sum(a**2, 1)[:, None] + np.sum(b**2, 1)[None, :] - 2.0 * a @ b.T
+    return np.exp(-0.5 * np.maximum(d2, 0.0) / COVERAGE_LENGTH**2)
 
 
 class _Coverage:
@@ -206,9 +208,10 @@ class _Coverage:
         self.norm = max(1.0 - float(k_cc.mean()), 1e-9)  # E MMD² of one random strike
         self.k_cc = k_cc
         d = np.zeros((0, 3)) if ran is None else _unit_strikes(ran)
-        self.cross = _kernel(self.cand, d).sum(1)  # Σ_design k(c, d)
+        k_cd = _kernel(self.cand, d)
+        self.cross = k_cd.sum(1)  # Σ_design k(c, d)
         self.self_sum = float(_kernel(d, d).sum())
-        self.pool_sum = float(_kernel(d, self.cand).mean(1).sum()) if len(d) else 0.0
+        self.pool_sum = float(k_cd.sum()) / len(self.cand)  # Σ_design E_pool k(d, ·)
         self.n = len(d)
 
     def mmd(self) -> float:
@@ -277,7 +280,7 @@ def plan(
         scores = [0.0] * config.k
     else:
         sens = strike_sensitivity(model, cand, params, config.free)
-        info = sens * ((LABEL_NOISE / label_noise(model, cand, params)) ** 2)[:, None, None]
+        info = _information(model, cand, params, sens)
         z = np.asarray(jax.random.normal(k_ens, (config.ensemble, len(cols))), np.float64)
         a_mean = sens.mean(0)  # the prediction's sensitivity for a strike drawn like the candidates (predictive)
         if config.criterion == "robust":

@@ -32,6 +32,9 @@ STRIKE_RANGES = {
     "v_pre": (0.2, 0.8),
 }
 STRIKE_NAMES = ("theta", "theta1", "v_pre")
+STRIKE_LOW = np.array([STRIKE_RANGES[k][0] for k in STRIKE_NAMES])  # the ranges as (3,) bounds
+STRIKE_HIGH = np.array([STRIKE_RANGES[k][1] for k in STRIKE_NAMES])
+GRAVITY = 9.81  # m/s², MuJoCo's default, every scene's
 
 # The semi-cylinder's arc: 48 segments (the lab's 49 points), modelled as 3 convex
 # sectors of 16 segments each, because MJX caps a convex face at 20 vertices

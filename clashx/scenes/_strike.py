@@ -70,8 +70,7 @@ class StrikeEvent(eqx.Module):
 
 def sample_strikes(n: int, *, key: PRNGKeyArray) -> jax.Array:
     """`n` strikes (θ, θ1, v_pre) uniform over SCENE.md's ranges, (n, 3)."""
-    lo = jnp.array([geo.STRIKE_RANGES[k][0] for k in geo.STRIKE_NAMES])
-    hi = jnp.array([geo.STRIKE_RANGES[k][1] for k in geo.STRIKE_NAMES])
+    lo, hi = jnp.asarray(geo.STRIKE_LOW), jnp.asarray(geo.STRIKE_HIGH)
     return lo + jax.random.uniform(key, (n, 3)) * (hi - lo)
 
 

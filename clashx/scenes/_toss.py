@@ -74,6 +74,7 @@ from ..core._mjx import mjx
 from ..core._params import Layout, ParamSpace
 from ..core._shard import map_batched, spread
 from ..core._types import Array, Bool, Float, PRNGKeyArray
+from . import _geometry as geo
 from . import _scenes
 from ._scene import AbstractImpactScene
 from ._spaces import cube_space
@@ -82,7 +83,7 @@ FRAME_DT = 1.0 / 148.0  # s between frames of the ContactNets recordings
 SUBSTEPS = 7  # simulation steps per frame
 DT = FRAME_DT / SUBSTEPS  # s, 0.965 ms
 WINDOW = 4 * FRAME_DT  # s: the impact window [t_impact, t_impact + WINDOW]
-GRAVITY = 9.81  # m/s^2, MuJoCo's default
+GRAVITY = geo.GRAVITY  # m/s^2, MuJoCo's default
 HALF = _scenes.CUBE_HALF
 _CORNER_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
 

@@ -44,18 +44,18 @@ def run_plan(
             std = np.array([float(raw["std"][n]) for n in model.space.names])
     else:
         params = np.asarray(model.space.vector(), np.float64)
-    strikes_done = load_real(done, None, shape)[0] if done else None
-    runs = [load_real(path, None, shape) for path in (ran, done) if path]
+    loaded = {name: load_real(path, None, shape)[:2] for name, path in (("ran", ran), ("done", done)) if path}
     error = None
-    if runs:
-        error = model_error(model, np.concatenate([r[0] for r in runs]), np.concatenate([r[1] for r in runs]), params)
+    if loaded:
+        strikes, labels = (np.concatenate(a) for a in zip(*loaded.values(), strict=True))
+        error = model_error(model, strikes, labels, params)
     t0 = time.perf_counter()
     r = plan(
         model,
         params,
         std=std,
-        done=strikes_done,
-        ran=runs[0][0] if ran else None,
+        done=loaded["done"][0] if "done" in loaded else None,
+        ran=loaded["ran"][0] if "ran" in loaded else None,
         error=error,
         config=config,
     )

@@ -327,7 +327,6 @@ def parse_pose(text: str, flag: str) -> np.ndarray:
 # and soft contacts (simulated: 4.9 m at mu2 = 0.02, 0.64 m at mu2 = 0.3; bounds 10.1 m and 1.5 m).
 MAX_BLOCK_SPEED = 3.0 * geo.STRIKE_RANGES["v_pre"][1]  # m/s
 REACH_SLACK = 0.5  # m
-_GRAVITY = 9.81  # m/s²
 
 
 def max_reach(mu_floor: float | None) -> float:
@@ -336,7 +335,7 @@ def max_reach(mu_floor: float | None) -> float:
 
     reach = MAX_BLOCK_SPEED * MAX_TIME
     if mu_floor is not None and mu_floor > 0:
-        reach = min(reach, MAX_BLOCK_SPEED**2 / (2 * mu_floor * _GRAVITY))
+        reach = min(reach, MAX_BLOCK_SPEED**2 / (2 * mu_floor * geo.GRAVITY))
     return reach + REACH_SLACK
 
 
