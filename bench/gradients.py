@@ -108,7 +108,7 @@ def reference_jacobians(sim_c, base, inputs, u, *, samples, smooth, step, key):
     n, d = u.shape
     delta = smooth * np.asarray(jax.random.normal(key, (n, samples, d)))
     eye = step * np.eye(d)
-    pts = u[:, None, None, None, :] + delta[:, :, None, None, :] + np.stack([eye, -eye], 1)[None, None]
+    pts = u[:, None, None, None, :] + delta[:, :, None, None, :] + np.stack([eye, -eye], 0)[None, None]
     poses = c_poses(sim_c, base, inputs, pts.reshape(-1, d)).reshape(n, samples, 2, d, 3)
     diff = poses[:, :, 0] - poses[:, :, 1]
     diff[..., 2] = _wrap(diff[..., 2])
@@ -303,11 +303,12 @@ def run_shape(shape: str, args, log=print) -> dict:
             args.horizon,
         )
         fn = make_jacobian_fn(path, inputs)
+        block = args.bcg_block if name == "mjx_bcg" else args.block
         t0 = time.perf_counter()
-        pose, _ = _blocks(fn, u[: args.block], jax.random.split(k_q, args.block), args.block)
+        pose, _ = _blocks(fn, u[:block], jax.random.split(k_q, block), block)
         compile_s = time.perf_counter() - t0
-        q = quality(fn, u, j_ref, replicas=args.replicas, jitter=args.jitter, block=args.block, key=k_q)
-        c_pose = _scaled_pose(c_poses(sim_c, np.asarray(base), inputs, u[: args.block]))
+        q = quality(fn, u, j_ref, replicas=args.replicas, jitter=args.jitter, block=block, key=k_q)
+        c_pose = _scaled_pose(c_poses(sim_c, np.asarray(base), inputs, u[:block]))
         q["compile_s"] = compile_s
         q["value_error_m"] = float(np.median(np.linalg.norm(pose[:, :2] - c_pose[:, :2], axis=1)))
         out["paths"][name] = q
@@ -316,7 +317,7 @@ def run_shape(shape: str, args, log=print) -> dict:
             f"(compile {compile_s:.0f} s)  NaN {q['nan_rate']:.2f}  |pose − C| {1000 * q['value_error_m']:.2f} mm"
         )
         curves["strikes"][name] = gd_strikes(
-            fn, sim_c, np.asarray(base), inputs, targets, steps=args.gd_steps, lr=args.lr, block=args.block, key=k_gd
+            fn, sim_c, np.asarray(base), inputs, targets, steps=args.gd_steps, lr=args.lr, block=block, key=k_gd
         )
         log(
             f"[{shape}] {name:8s} GD strikes: median error {1000 * curves['strikes'][name][0][1]:.1f} → {1000 * curves['strikes'][name][-1][1]:.1f} mm in {curves['strikes'][name][-1][0]:.1f} s"
@@ -330,7 +331,7 @@ def run_shape(shape: str, args, log=print) -> dict:
             truth_u,
             steps=args.gd_steps,
             lr=args.lr,
-            block=args.block,
+            block=block,
             key=k_id,
         )
         log(
@@ -404,6 +405,12 @@ def main(argv=None) -> int:
     ap.add_argument("--strikes", type=int, default=32)
     ap.add_argument("--replicas", type=int, default=3)
     ap.add_argument("--block", type=int, default=8, help="strikes per compiled batch")
+    ap.add_argument(
+        "--bcg-block",
+        type=int,
+        default=2,
+        help="strikes per compiled batch of the bundled path (its copies multiply the batch; larger batches hung XLA:CPU here)",
+    )
     ap.add_argument("--jitter", type=float, default=1e-3, help="input jitter between replicas, units of the ranges")
     ap.add_argument("--ref-samples", type=int, default=96)
     ap.add_argument("--ref-smooth", type=float, default=0.01)
@@ -424,7 +431,7 @@ def main(argv=None) -> int:
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     for s in shapes:
         geo.check_shape(s)
-    if args.strikes % args.block or args.targets % args.block:
+    if args.strikes % args.block or args.targets % args.block or args.block % args.bcg_block:
         ap.error(
             f"--strikes ({args.strikes}) and --targets ({args.targets}) must be multiples of --block ({args.block})"
         )
