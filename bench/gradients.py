@@ -291,7 +291,7 @@ def run_shape(shape: str, args, log=print) -> dict:
     truth_u = np.asarray(jax.random.uniform(k_truth, (3,), minval=0.2, maxval=0.8))
     id_strikes_u = np.asarray(jax.random.uniform(k_id, (args.targets, 3)))
     curves: dict = {"strikes": {}, "identify": {}}
-    for name in PATHS:
+    for name in args.paths:
         path = PosePath(
             name,
             sim,
@@ -337,12 +337,13 @@ def run_shape(shape: str, args, log=print) -> dict:
         log(
             f"[{shape}] {name:8s} GD identify: |Δparams| {curves['identify'][name][0][1]:.3f} → {curves['identify'][name][-1][1]:.3f} in {curves['identify'][name][-1][0]:.1f} s"
         )
-    curves["strikes"]["cmaes_c"] = cma_strikes(
-        sim_c, np.asarray(base), inputs, targets, population=16, generations=args.cma_generations, key=k_cma
-    )
-    log(
-        f"[{shape}] CMA-ES (MuJoCo C): median error {1000 * curves['strikes']['cmaes_c'][-1][1]:.1f} mm in {curves['strikes']['cmaes_c'][-1][0]:.1f} s"
-    )
+    if args.cma:
+        curves["strikes"]["cmaes_c"] = cma_strikes(
+            sim_c, np.asarray(base), inputs, targets, population=16, generations=args.cma_generations, key=k_cma
+        )
+        log(
+            f"[{shape}] CMA-ES (MuJoCo C): median error {1000 * curves['strikes']['cmaes_c'][-1][1]:.1f} mm in {curves['strikes']['cmaes_c'][-1][0]:.1f} s"
+        )
     out["curves"] = curves
     return out
 
@@ -359,10 +360,11 @@ def table(result: dict) -> str:
                 f"| {shape} | {name} | {q['bias']:.3f} | {q['variance']:.4f} | {q['seconds_per_grad']:.3f} | {q['compile_s']:.0f} | "
                 f"{q['nan_rate']:.2f} | {1000 * gs[0][1]:.1f} → {1000 * gs[-1][1]:.1f} ({gs[-1][0]:.0f} s) | {gi[0][1]:.3f} → {gi[-1][1]:.3f} ({gi[-1][0]:.0f} s) |"
             )
-        c = r["curves"]["strikes"]["cmaes_c"]
-        rows.append(
-            f"| {shape} | CMA-ES, MuJoCo C | | | | | | {1000 * c[0][1]:.1f} → {1000 * c[-1][1]:.1f} ({c[-1][0]:.0f} s) | |"
-        )
+        c = r["curves"]["strikes"].get("cmaes_c")
+        if c:
+            rows.append(
+                f"| {shape} | CMA-ES, MuJoCo C | | | | | | {1000 * c[0][1]:.1f} → {1000 * c[-1][1]:.1f} ({c[-1][0]:.0f} s) | |"
+            )
     return "\n".join(rows)
 
 
@@ -402,6 +404,8 @@ def plot(result: dict, path: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="square,triangle,semi-cylinder")
+    ap.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)}")
+    ap.add_argument("--cma", action=argparse.BooleanOptionalAction, default=True, help="CMA-ES beside the paths")
     ap.add_argument("--strikes", type=int, default=32)
     ap.add_argument("--replicas", type=int, default=3)
     ap.add_argument("--block", type=int, default=8, help="strikes per compiled batch")
@@ -429,6 +433,9 @@ def main(argv=None) -> int:
     ap.add_argument("--plot")
     args = ap.parse_args(argv)
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    args.paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    if not args.paths or set(args.paths) - set(PATHS):
+        ap.error(f"--paths {','.join(args.paths)}: choose among {', '.join(PATHS)}")
     for s in shapes:
         geo.check_shape(s)
     if args.strikes % args.block or args.targets % args.block or args.block % args.bcg_block:
