@@ -78,7 +78,6 @@ class Inputs:
     def __init__(self, space):
         self.c_low = np.asarray(space.low)[list(CONTACT)]
         self.c_high = np.asarray(space.high)[list(CONTACT)]
-        self.scale = np.concatenate([S_HIGH - S_LOW, self.c_high - self.c_low])
 
     def split(self, u):
         u = np.asarray(u)
@@ -220,7 +219,7 @@ def cma_strikes(sim_c, base, inputs, targets, *, population, generations, key):
         seconds += time.perf_counter() - t0
         hist.append(np.minimum.accumulate(h))
     med = np.median(np.stack(hist), 0)
-    per_gen = seconds / len(targets) / generations * len(targets)  # the whole target set, one generation
+    per_gen = seconds / generations  # one generation over the whole target set
     return [(per_gen * (g + 1), float(e)) for g, e in enumerate(med)]
 
 

@@ -117,9 +117,10 @@ def bundle_mean(bundle: mjx.Data, drop_nan: bool = False) -> mjx.Data:
 
 
 class BundleCarry(eqx.Module):
-    """What a BCG scan carries: the copies, the steps the open bundle has left (0: none open), whether one may open."""
+    """What a BCG scan carries: the copies, their mean, the steps the open bundle has left (0: none open), whether one may open."""
 
     copies: mjx.Data
+    mean: mjx.Data
     left: Array
     armed: Bool[Array, ""]
 
@@ -157,7 +158,7 @@ def bcg_scan(
     copies = jax.tree.map(lambda a: jnp.broadcast_to(a, (config.n_bundle, *jnp.shape(a))), data)
 
     def body(carry: BundleCarry, _):
-        mean = bundle_mean(carry.copies)
+        mean = carry.mean  # the copies' mean, kept from the step before (not averaged again)
         open_now = (carry.left == 0) & carry.armed & onset(mean)
         copies = carry.copies.replace(
             qpos=jnp.where(open_now, mean.qpos + dq, carry.copies.qpos),
@@ -171,11 +172,11 @@ def bcg_scan(
         close = close & (left == 0)
         copies = jax.tree.map(lambda c, m: jnp.where(close, jnp.broadcast_to(m, c.shape), c), copies, new_mean)
         armed = carry.armed & ~(open_now & once)
-        return BundleCarry(copies, left, armed), record(new_mean)
+        return BundleCarry(copies, new_mean, left, armed), record(new_mean)
 
-    init = BundleCarry(copies, jnp.zeros((), jnp.int32), jnp.array(True))
+    init = BundleCarry(copies, data, jnp.zeros((), jnp.int32), jnp.array(True))
     final, records = jax.lax.scan(body, init, None, length=n_steps)
-    return bundle_mean(final.copies, config.drop_nan), records
+    return final.mean, records
 
 
 def plain_scan(step: Step, data: mjx.Data, n_steps: int, *, record: Callable[[mjx.Data], Any]) -> tuple[mjx.Data, Any]:
