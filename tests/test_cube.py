@@ -157,6 +157,48 @@ def test_hybrid_with_simulator_impact_reproduces_simulator(sim, c_events):
         assert np.abs(got[after, 4:7] - ev.track[i][after, 4:7]).max() < HYBRID_SIM_TOL
 
 
+BOUNCE_E = 0.7  # restitution of the analytic impact map below
+BOUNCE_POS_TOL = 2e-5  # m: the every-impact hybrid's flights against the analytic bouncing cube (float32, bisection)
+
+
+def _reflect(pre, params):
+    """An analytic 'impact model': the centre's vertical velocity reversed and scaled by BOUNCE_E, then WINDOW of flight."""
+    out = pre.at[12].set(-BOUNCE_E * pre[12])
+    return T.free_flight(out, T.WINDOW)
+
+
+def test_every_impact_hybrid_bouncing_cube(sim):
+    """A flat cube dropped from 0.1 m bounces with restitution BOUNCE_E: every landing goes through the handler.
+
+    Between landings the frames are the exact bouncing cube's (free flight); five landings
+    fall before the last frame, and all five fire (each after a long flight, closing fast).
+    """
+    h, vx, n_frames = 0.1, 0.3, 103
+    state0 = np.r_[1.0, 0, 0, 0, 0, 0, T.HALF + h, 0, 0, 0, vx, 0, 0]
+    # the analytic bouncing cube: landing times and the state after each bounce
+    t_land, starts, t_start = [], [state0], [0.0]
+    v = np.sqrt(2 * T.GRAVITY * h)
+    t = np.sqrt(2 * h / T.GRAVITY)
+    for _ in range(8):
+        t_land.append(t)
+        s = np.r_[1.0, 0, 0, 0, vx * t, 0, T.HALF, 0, 0, 0, vx, 0, BOUNCE_E * v]
+        starts.append(s)
+        t_start.append(t)
+        v *= BOUNCE_E
+        t += 2 * v / T.GRAVITY
+    frames, stats = R.hybrid_tosses(
+        sim, _reflect, state0[None], np.array([0.3, 0.01, 1.0]), n_frames, every_impact=True, return_stats=True
+    )
+    tk = np.arange(n_frames) * T.FRAME_DT
+    seg = np.searchsorted(t_land, tk, side="right")  # landings before each frame
+    in_window = np.array([any(0 <= tt - tl < T.WINDOW for tl in t_land) for tt in tk])
+    want = np.array([T.free_flight(jnp.asarray(starts[k]), tt - t_start[k]) for k, tt in zip(seg, tk, strict=True)])
+    err = np.abs(frames[0, ~in_window, 4:7] - want[~in_window, 4:7]).max()
+    assert err < BOUNCE_POS_TOL, err
+    assert int(stats["fired"][0]) == int(np.sum(np.asarray(t_land) < n_frames * T.FRAME_DT)) == 5
+    assert int(stats["slow"][0]) == 0
+
+
 # --- the shipped surrogate and identification through it -------------------------------------------
 
 

@@ -229,6 +229,28 @@ def test_ingest_analytic_toss(tmp_path):
     assert angle(ev["post_state"][0, :4], post[:4]) < 1e-4
 
 
+def test_ingest_later_impact(tmp_path):
+    """The bounce's flight lands again: impacts="all" finds that landing from the flight before it."""
+    track, initial, pre, post0, t_imp = analytic_toss(n=48)
+    path = tmp_path / "bounce.npz"
+    write_tosses(path, [track], ids=[3])
+    ev = ingest_cube_tosses(path, table_z=0.0, length_scale=1.0)
+    assert ev["impact"].tolist() == [0, 1] and ev["toss_id"].tolist() == [3, 3]
+    first = ingest_cube_tosses(path, table_z=0.0, length_scale=1.0, impacts="first")
+    assert first["impact"].tolist() == [0]
+    np.testing.assert_array_equal(first["pre_state"][0], ev["pre_state"][0])
+    # the analytic second landing: the free flight from post0 first puts a corner at z = 0
+    tau = float(T.crossing_time(jnp.asarray(post0 + np.r_[np.zeros(6), 1e-9, np.zeros(6)]), 0.3))
+    pre2 = np.asarray(T.free_flight(jnp.asarray(post0), tau))
+    assert ev["t_impact"][1] == pytest.approx(t_imp + tau, abs=SYN_TIME_TOL)
+    np.testing.assert_allclose(ev["pre_state"][1, 4:7], pre2[4:7], atol=SYN_POS_TOL)
+    np.testing.assert_allclose(ev["pre_state"][1, 10:13], pre2[10:13], atol=SYN_VEL_TOL)
+    np.testing.assert_allclose(ev["pre_state"][1, 7:10], pre2[7:10], atol=SYN_OMEGA_TOL)
+    np.testing.assert_array_equal(ev["initial_state"][1], ev["initial_state"][0])
+    with pytest.raises(ValueError, match="impacts"):
+        ingest_cube_tosses(path, table_z=0.0, length_scale=1.0, impacts="second")
+
+
 def test_ingest_frame_correction(tmp_path):
     """A file 2 % short in length with the table 3 mm up: the frame is found and undone."""
     track, initial, pre, _, t_imp = analytic_toss(t_impact_frames=16.2, n=60)
@@ -282,8 +304,17 @@ def test_ingest_bad_input(tmp_path, case):
 
 
 def test_ingest_real_tosses():
-    ev = ingest_cube_tosses(REAL)
-    validate_events(ev)
+    every = ingest_cube_tosses(REAL)
+    validate_events(every)
+    ev = {k: (v[every["impact"] == 0] if isinstance(v, np.ndarray) and v.ndim else v) for k, v in every.items()}
+    later = every["impact"] > 0
+    assert later.sum() >= 200  # bounces: more real impacts than tosses (seen 262 more)
+    low = np.asarray(jax.vmap(T.lowest_corner_z)(jnp.asarray(every["pre_state"][later])))
+    assert np.abs(low).max() < 1e-5  # a corner at the table
+    assert (every["pre_state"][later, 6] > T.HALF * 0.99).all()  # the centre above a half edge: not through the table
+    for tid in np.unique(every["toss_id"][later]):  # after the toss's first impact, in order
+        rows = every["t_impact"][every["toss_id"] == tid]
+        assert (np.diff(rows) > T.WINDOW).all()
     meta = json.loads(ev["meta"])
     assert meta["n_tosses"] == 350
     assert len(ev["toss_id"]) >= 340, meta["skipped"]

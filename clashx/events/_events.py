@@ -26,11 +26,12 @@ files: `qw qx qy qz | x y z | wx wy wz (body frame) | vx vy vz (world)`:
 | key | shape | meaning |
 |---|---|---|
 | initial_state | (N, 13) | state at the first frame of the toss (t = 0) |
-| pre_state | (N, 13) | state at first table contact, from the free flight before it |
-| post_state | (N, 13) | state at the end of the impact window (meta `window_s` after first contact) |
-| t_impact | (N,) | first contact, s after the first frame |
+| pre_state | (N, 13) | state at the impact's first table contact, from the free flight before it |
+| post_state | (N, 13) | state at the end of the impact window (meta `window_s` after that contact) |
+| t_impact | (N,) | that contact, s after the toss's first frame |
 | params | (N, 3) | μ, time constant, damping ratio simulated with; NaN for real events |
 | toss_id | (N,) int | the toss's number in its source |
+| impact | (N,) int | optional: 0 for the toss's first impact, k for the k-th impact after a later flight (0 if absent) |
 
 Events of a user's scene (`scene = "pair"`, `clashx.scenes.PairScene`; `shape` is the
 scene's name), N rows, d = the pair's joint coordinates and velocities:
@@ -80,6 +81,7 @@ SCHEMAS: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {
         "t_impact": ((), "f"),
         "params": ((-1,), "f"),
         "toss_id": ((), "i"),
+        "impact": ((), "i"),
     },
     "pair": {
         "launch": ((-1,), "f"),
@@ -97,7 +99,7 @@ NAN_ALLOWED = {
     "pair": {"pre_state", "post_state", "t_impact", "params"},
 }
 # Columns that older files (or a user's) may lack: read as NaN.  A tail of -1 is any width.
-OPTIONAL = {"strike": {"release_pose", "post_velocity_std"}, "cube-toss": set(), "pair": set()}
+OPTIONAL = {"strike": {"release_pose", "post_velocity_std"}, "cube-toss": {"impact"}, "pair": set()}
 
 
 class EventFileError(ValueError):
@@ -120,8 +122,8 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
     n: int | None = None
     out: dict[str, np.ndarray] = {}
     for key, (tail, kind) in schema.items():
-        if key not in events:  # optional: unknown
-            arr = np.full((0 if n is None else n, *tail), np.nan)
+        if key not in events:  # optional: unknown (an integer column: 0, e.g. a toss's first impact)
+            arr = np.full((0 if n is None else n, *tail), 0 if kind == "i" else np.nan)
         else:
             arr = np.asarray(events[key])
         if n is None:

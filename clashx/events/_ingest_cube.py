@@ -52,6 +52,7 @@ REST_FRAMES = 10  # last frames of a toss used to find the table
 QUAT_TOL = 1e-3  # allowed | |q| - 1 |
 MIN_SCALE_TOSSES = 5  # tosses with long flights needed to estimate the length scale
 LONG_FLIGHT = 12  # flight frames for a toss to count in the length-scale estimate
+MIN_BOUNCE_FRAMES = 3  # frames of free flight after an impact's window needed to fit the flight before the next
 
 _SIGNS = _toss._CORNER_SIGNS
 
@@ -303,19 +304,38 @@ def _first_crossing(state0, t_max):
     return jnp.where(below.any() & (k > 0), t, jnp.inf)
 
 
-def _ingest_toss(track: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | str:
-    """(initial, pre, post, t_impact) of one toss in the simulator's frame, or the reason it has none."""
-    t = np.arange(len(track)) * _toss.FRAME_DT
-    n = _flight_frames(track, 0.0, _toss.HALF)
-    if n < MIN_FLIGHT_FRAMES:
-        return f"{n} frame(s) of flight before the first impact; {MIN_FLIGHT_FRAMES} needed"
+def _fit_free(t: np.ndarray, track: np.ndarray, min_frames: int) -> tuple[np.ndarray, float, int] | str:
+    """Free-flight fit of frames (t, track), dropping disturbed trailing frames: (state at t_ref, t_ref, frames kept)."""
+    n = len(t)
     state, t_ref, res = _fit_flight(t[:n], track[:n])
-    while n > MIN_FLIGHT_FRAMES and res[-1] > TRAIL_RESIDUAL * max(np.median(res), 1e-4):
+    while n > min_frames and res[-1] > TRAIL_RESIDUAL * max(np.median(res), 1e-4):
         n -= 1
         state, t_ref, res = _fit_flight(t[:n], track[:n])
     rms = float(np.sqrt(np.mean(res**2)))
     if rms > MAX_FLIGHT_RMS:
         return f"the flight is not free: fit residual {rms * 1e3:.2f} mm rms over {n} frames"
+    return state, t_ref, n
+
+
+def _post_fit(t: np.ndarray, track: np.ndarray, t_impact: float, window: float) -> np.ndarray | str:
+    """The local fit at t_impact + window, or why the track cannot give it."""
+    t_post = t_impact + window
+    near = np.abs(t - t_post) <= LOCAL_HALF_WIDTH * _toss.FRAME_DT + 1e-9
+    if t[-1] < t_post + LOCAL_HALF_WIDTH * _toss.FRAME_DT - 1e-9 or near.sum() < 3:
+        return f"the track ends {t[-1] - t_impact:.3f} s after the impact, before the window's local fit"
+    return _fit_local(t[near], track[near], t_post)
+
+
+def _ingest_toss(track: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | str:
+    """(initial, pre, post, t_impact) of one toss's first impact in the simulator's frame, or the reason it has none."""
+    t = np.arange(len(track)) * _toss.FRAME_DT
+    n = _flight_frames(track, 0.0, _toss.HALF)
+    if n < MIN_FLIGHT_FRAMES:
+        return f"{n} frame(s) of flight before the first impact; {MIN_FLIGHT_FRAMES} needed"
+    fit = _fit_free(t[:n], track[:n], MIN_FLIGHT_FRAMES)
+    if isinstance(fit, str):
+        return fit
+    state, t_ref, n = fit
     initial = np.asarray(_toss.free_flight(jnp.asarray(state), jnp.asarray(-t_ref)), np.float64)
     initial[:4] /= np.linalg.norm(initial[:4])
     if _corner_z(initial[None], _toss.HALF)[0, 0] < 0:
@@ -324,12 +344,57 @@ def _ingest_toss(track: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarr
     if not np.isfinite(t_impact):
         return "the fitted flight does not reach the table within three frames of the last flight frame"
     pre = np.asarray(_toss.free_flight(jnp.asarray(initial), jnp.asarray(t_impact)), np.float64)
-    t_post = t_impact + window
-    near = np.abs(t - t_post) <= LOCAL_HALF_WIDTH * _toss.FRAME_DT + 1e-9
-    if t[-1] < t_post + LOCAL_HALF_WIDTH * _toss.FRAME_DT - 1e-9 or near.sum() < 3:
-        return f"the track ends {t[-1] - t_impact:.3f} s after the impact, before the window's local fit"
-    post = _fit_local(t[near], track[near], t_post)
+    post = _post_fit(t, track, t_impact, window)
+    if isinstance(post, str):
+        return post
     return initial, pre, post, t_impact
+
+
+def _later_impacts(track: np.ndarray, t_from: float, window: float) -> tuple[list[tuple], list[str]]:
+    """The impacts after a free flight that starts after `t_from` (the first impact's window end).
+
+    Every run of frames with the lowest corner above `MARGIN` that starts at or
+    after `t_from` and lasts `MIN_BOUNCE_FRAMES` or more is fitted as a free
+    flight; its crossing of z = 0 is the next impact: (pre, post, t_impact),
+    and `t_from` moves to that impact's window end.  Returns (impacts, the
+    reasons runs of flight were not used).
+    """
+    t = np.arange(len(track)) * _toss.FRAME_DT
+    air = _corner_z(track, _toss.HALF)[:, 0] > MARGIN
+    impacts, skipped = [], []
+    k = 0
+    while k < len(track):
+        if not air[k] or t[k] < t_from - 1e-9:
+            k += 1
+            continue
+        end = k
+        while end < len(track) and air[end]:
+            end += 1
+        if end == len(track):
+            break  # still flying when the recording ends
+        if end - k < MIN_BOUNCE_FRAMES:
+            k = end
+            continue
+        fit = _fit_free(t[k:end], track[k:end], MIN_BOUNCE_FRAMES)
+        if isinstance(fit, str):
+            skipped.append(f"after {t[k]:.3f} s: {fit}")
+            k = end
+            continue
+        state, t_ref, n = fit
+        tau = float(_first_crossing(jnp.asarray(state), t[min(k + n + 3, len(t) - 1)] - t_ref))
+        if not np.isfinite(tau):
+            skipped.append(f"after {t[k]:.3f} s: the fitted flight does not reach the table")
+            k = end
+            continue
+        pre = np.asarray(_toss.free_flight(jnp.asarray(state), jnp.asarray(tau)), np.float64)
+        post = _post_fit(t, track, t_ref + tau, window)
+        if isinstance(post, str):
+            skipped.append(f"after {t[k]:.3f} s: {post}")
+            break
+        impacts.append((pre, post, t_ref + tau))
+        t_from = t_ref + tau + window
+        k = end
+    return impacts, skipped
 
 
 def ingest_cube_tosses(
@@ -338,31 +403,45 @@ def ingest_cube_tosses(
     table_z: float | None = None,
     length_scale: float | None = None,
     window: float = _toss.WINDOW,
+    impacts: str = "all",
 ) -> dict:
-    """The first-impact events of the recorded tosses in `path` (source "contactnets").
+    """The impact events of the recorded tosses in `path` (source "contactnets").
 
     Args:
         path: a file in the ContactNets cube format (module docstring).
         table_z, length_scale: the file's frame; None estimates them (`load_cube_tracks`).
         window: the impact window (s); keep the default to match simulated events.
+        impacts: "all": every impact after a free flight (the first, then each
+            bounce's landing: `_later_impacts`), `impact` numbering them 0, 1, ...
+            within each toss; "first": the first impact of each toss only.
 
     Returns:
         A "cube-toss" event dict (`clashx.events._events`), states in the simulator's
-        frame; meta lists the skipped tosses with reasons, the frame and the window.
-        Save it with `save_events`.
+        frame, rows ordered by toss then impact; a toss whose first impact cannot be
+        read gives no rows.  `initial_state` is the toss's (the same on all its rows)
+        and `t_impact` counts from its first frame.  meta lists the skipped tosses
+        and later flights with reasons, the frame and the window.  Save it with `save_events`.
 
     Raises:
         EventFileError: the file is not in the format (see `load_cube_tracks`).
+        ValueError: `impacts` is neither "all" nor "first".
     """
+    if impacts not in ("all", "first"):
+        raise ValueError(f"ingest_cube_tosses: impacts={impacts!r}; use 'all' or 'first'")
     data = load_cube_tracks(path, table_z=table_z, length_scale=length_scale)
-    rows, out, skipped = [], [], []
+    out: list[tuple] = []
+    skipped, skipped_later = [], []
     for row, (tid, track) in enumerate(zip(data.toss_ids, data.tracks, strict=True)):
         result = _ingest_toss(track, window)
         if isinstance(result, str):
             skipped.append({"row": row, "toss_id": int(tid), "reason": result})
-        else:
-            rows.append(row)
-            out.append(result)
+            continue
+        initial, pre, post, t_impact = result
+        out.append((initial, pre, post, t_impact, int(tid), 0))
+        if impacts == "all":
+            later, why = _later_impacts(track, t_impact + window, window)
+            out += [(initial, p, q, t, int(tid), i + 1) for i, (p, q, t) in enumerate(later)]
+            skipped_later += [{"row": row, "toss_id": int(tid), "reason": r} for r in why]
     n = len(out)
     stack = (lambda i: np.array([o[i] for o in out], np.float64).reshape(n, -1)) if n else (lambda i: np.zeros((0, 13)))
     meta = {
@@ -372,7 +451,9 @@ def ingest_cube_tosses(
         "table_z": data.table_z,
         "length_scale": data.length_scale,
         "n_tosses": len(data.toss_ids),
+        "impacts": impacts,
         "skipped": skipped,
+        "skipped_later_flights": skipped_later,
     }
     return {
         "scene": "cube-toss",
@@ -383,6 +464,7 @@ def ingest_cube_tosses(
         "post_state": stack(2),
         "t_impact": stack(3).reshape(n),
         "params": np.full((n, 3), np.nan),
-        "toss_id": data.toss_ids[rows].astype(np.int64),
+        "toss_id": np.array([o[4] for o in out], np.int64),
+        "impact": np.array([o[5] for o in out], np.int64),
         "meta": json.dumps(meta),
     }

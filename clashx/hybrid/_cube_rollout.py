@@ -11,10 +11,11 @@ t_k = k / 148 s:
 3. *rest*, from t_impact + WINDOW on: MJX with the same contact parameters
    (further bounces, sliding, rest), frames interpolated between its steps.
 
-Only the first impact goes through the surrogate: it was trained on impacts
-from flight, and what follows is a cube already near or on the table
-(rocking, sliding), outside those inputs.  One toss per call; batch with
-`jax.vmap` (`hybrid_tosses` jits and vmaps it in fixed-size blocks).
+`hybrid_toss` sends only the first impact through the surrogate.
+`hybrid_toss_every` sends every impact that ends a free flight: the toss's
+first, and each landing after a bounce (see its docstring for the rule and
+where it stops firing).  One toss per call; batch with `jax.vmap`
+(`hybrid_tosses` jits and vmaps either in fixed-size blocks).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from ..scenes._toss import FRAME_DT, WINDOW, TossSim, free_flight, interpolate_s
 
 MAX_FLIGHT_S = 0.5  # s: flights searched for a first contact (real tosses land within 0.25 s)
 _GRID_STEP = 2.5e-4  # s, coarse crossing search before bisection
+MIN_FLIGHT_S = 3 * FRAME_DT  # s of flight (no corner at or below the table) before an impact goes to the handler
+MIN_CLOSING_SPEED = 0.15  # m/s: slower landings of the lowest corner stay with MJX
 
 
 def flight_time(state0: Float[Array, "13"]) -> Float[Array, ""]:
@@ -112,9 +115,117 @@ def hybrid_toss(
     return jnp.choose(phase[:, None], [flight, window, rest], mode="clip")
 
 
+class EveryImpactStats(eqx.Module):
+    """What `hybrid_toss_every` did with the toss's landings (counts, int32).
+
+    Attributes:
+        fired: landings sent to the handler.
+        slow: landings after a long enough flight but closing slower than `min_closing`.
+        short_flight: landings after a flight shorter than `min_flight_s` (a corner
+            lifting and dropping while the cube rocks).
+    """
+
+    fired: Array
+    slow: Array
+    short_flight: Array
+
+
+def _corner_closing_speed(state: Float[Array, "13"]) -> Float[Array, ""]:
+    """Downward speed (m/s) of the lowest corner of `state`."""
+    rot = _toss.quat_to_mat(state[0:4] / jnp.linalg.norm(state[0:4]))
+    corners = jnp.asarray(_toss._CORNER_SIGNS * _toss.HALF, state.dtype) @ rot.T
+    r = corners[jnp.argmin(corners[:, 2])]
+    return -(state[12] + jnp.cross(rot @ state[7:10], r)[2])
+
+
+def hybrid_toss_every(
+    sim: TossSim,
+    impact: Callable[[Float[Array, "13"], Float[Array, "3"]], Float[Array, "13"]],
+    initial_state: Float[Array, "13"],
+    params: Float[Array, "3"],
+    rest_params: Float[Array, "3"],
+    n_frames: int,
+    *,
+    min_flight_s: float = MIN_FLIGHT_S,
+    min_closing: float = MIN_CLOSING_SPEED,
+) -> tuple[Float[Array, "frames 13"], EveryImpactStats]:
+    """One toss's frames (n_frames, 13) with every landing after a free flight through `impact`.
+
+    One loop over steps of `sim.dt`:
+
+    - *free flight*: while no corner is at or below the table, the state moves by
+      the exact free flight (`_toss.free_flight`), as in the ingested real flights;
+    - *a landing*: when the next step would put a corner below the table, the
+      crossing time is found by bisection and the free-flight state there is the
+      pre-impact state.  If the cube has flown at least `min_flight_s` and the
+      lowest corner closes at `min_closing` m/s or more, `impact(pre, params)`
+      gives the state WINDOW later, frames inside the window are interpolated,
+      and MJX restarts from it (moved by free flight over the part of a step
+      between the window's end and the step grid, < 1 ms);
+    - otherwise (resting, sliding, rocking, the slow landings) MJX with `rest_params`.
+
+    A toss's first landing is one of them (it flies from t = 0).  Returns the
+    frames and the counts of `EveryImpactStats`.
+    """
+    model = sim.space.apply(sim.model, sim.rows, rest_params)
+    dtype = model.opt.timestep.dtype
+    dt = sim.dt
+    k_min = int(round(min_flight_s / dt))
+    params = jnp.asarray(params, dtype)
+    s0 = jnp.asarray(initial_state, dtype)
+    qpos, qvel = _toss.state_to_qpos_qvel(s0)
+    data = mjx.make_data(model).replace(qpos=qpos, qvel=qvel)
+    zero = jnp.zeros((), dtype)
+    counts = jnp.zeros(3, jnp.int32)
+    win = jnp.asarray(False)
+
+    def body(carry, j):
+        data, free, win, t_c, pre, post, counts = carry
+        t_j = j * dt
+        s_sim = _toss.qpos_qvel_to_state(data.qpos, data.qvel)
+        s_j = jnp.where(win, interpolate_states(pre, post, jnp.clip((t_j - t_c) / WINDOW, 0.0, 1.0)), s_sim)
+        new = mjx.step(model, data)
+        flown = free_flight(s_sim, jnp.asarray(dt, dtype))
+        above = _toss.lowest_corner_z(s_sim) >= 0
+        in_flight = ~win & above & (_toss.lowest_corner_z(flown) >= 0)
+        crossing = ~win & above & ~in_flight
+        tau = _toss.crossing_time(s_sim, jnp.asarray(dt, dtype))
+        pre_c = free_flight(s_sim, tau)
+        fast = _corner_closing_speed(pre_c) >= min_closing
+        long = free >= k_min
+        fire = crossing & long & fast
+        post_c = jnp.asarray(impact(pre_c, params), dtype)
+        t_end = t_c + WINDOW
+        leaving = win & ((j + 1) * dt >= t_end)
+        s_next = jnp.where(in_flight, flown, _toss.qpos_qvel_to_state(new.qpos, new.qvel))
+        s_next = jnp.where(leaving, free_flight(post, (j + 1) * dt - t_end), s_next)
+        q_n, v_n = _toss.state_to_qpos_qvel(s_next)
+        win_next = fire | (win & ~leaving)
+        free_next = jnp.where(win_next | (_toss.lowest_corner_z(s_next) < 0), 0, free + 1)
+        counts = counts + jnp.stack([fire, crossing & long & ~fast, crossing & ~long]).astype(jnp.int32)
+        carry = (
+            new.replace(qpos=q_n, qvel=v_n),
+            free_next,
+            win_next,
+            jnp.where(fire, t_j + tau, t_c),
+            jnp.where(fire, pre_c, pre),
+            jnp.where(fire, post_c, post),
+            counts,
+        )
+        return carry, s_j
+
+    init = (data, jnp.asarray(k_min, jnp.int32), win, zero, s0, s0, counts)
+    carry, states = jax.lax.scan(body, init, jnp.arange(n_frames * sim.substeps))
+    c = carry[-1]
+    return states[:: sim.substeps], EveryImpactStats(fired=c[0], slow=c[1], short_flight=c[2])
+
+
 @eqx.filter_jit
-def _hybrid_block(sim: TossSim, impact, states, params, rest_params, n_frames: int):
-    return jax.vmap(lambda s, p, q: hybrid_toss(sim, impact, s, p, q, n_frames))(states, params, rest_params)
+def _hybrid_block(sim: TossSim, impact, states, params, rest_params, n_frames: int, every: bool):
+    if every:
+        return jax.vmap(lambda s, p, q: hybrid_toss_every(sim, impact, s, p, q, n_frames))(states, params, rest_params)
+    frames = jax.vmap(lambda s, p, q: hybrid_toss(sim, impact, s, p, q, n_frames))(states, params, rest_params)
+    return frames, None
 
 
 def hybrid_tosses(
@@ -126,22 +237,36 @@ def hybrid_tosses(
     *,
     rest_params: Float[np.ndarray, "3"] | Float[np.ndarray, "n 3"] | None = None,
     block: int = 128,
-) -> Float[np.ndarray, "n frames 13"]:
-    """`hybrid_toss` over a batch: jit + vmap in blocks of `block` tosses (one compilation per block size and n_frames).
+    every_impact: bool = False,
+    return_stats: bool = False,
+):
+    """`hybrid_toss` (or, with `every_impact`, `hybrid_toss_every`) over a batch: jit + vmap in blocks of `block` tosses.
 
-    `impact` must be a pytree (an `eqx.Module` such as `CubeSurrogate`) or a
-    function; `params` (and `rest_params`, default `params`) is one set for all tosses or one per toss.
+    One compilation per block size, n_frames and rollout.  `impact` must be a
+    pytree (an `eqx.Module` such as `CubeSurrogate`) or a function; `params`
+    (and `rest_params`, default `params`) is one set for all tosses or one per toss.
+
+    Returns:
+        frames (n, n_frames, 13); with `return_stats` (needs `every_impact`) also
+        {"fired", "slow", "short_flight"}: per-toss counts (`EveryImpactStats`).
     """
+    if return_stats and not every_impact:
+        raise ValueError("hybrid_tosses: return_stats counts the landings of every_impact=True")
     states = np.asarray(initial_states, np.float32)
     n = len(states)
     params = np.broadcast_to(np.asarray(params, np.float32), (n, 3))
     rest_params = params if rest_params is None else np.broadcast_to(np.asarray(rest_params, np.float32), (n, 3))
     block = min(block, n)
-    out = []
+    out, stats = [], []
     for i in range(0, n, block):
         s, p, q = states[i : i + block], params[i : i + block], rest_params[i : i + block]
         pad = block - len(s)
         s, p, q = (np.concatenate([a, np.repeat(a[-1:], pad, 0)]) for a in (s, p, q))
-        res = _hybrid_block(sim, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames)
-        out.append(np.asarray(res)[: block - pad])
-    return np.concatenate(out).astype(np.float64)
+        frames, st = _hybrid_block(sim, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames, every_impact)
+        out.append(np.asarray(frames)[: block - pad])
+        if st is not None:
+            stats.append({k: np.asarray(getattr(st, k))[: block - pad] for k in ("fired", "slow", "short_flight")})
+    frames = np.concatenate(out).astype(np.float64)
+    if not return_stats:
+        return frames
+    return frames, {k: np.concatenate([d[k] for d in stats]) for k in ("fired", "slow", "short_flight")}

@@ -511,29 +511,32 @@ def _uniform(key, shape, lo_hi):
     return jax.random.uniform(key, shape, minval=lo, maxval=hi)
 
 
-def sample_toss_inputs(n: int, *, key: PRNGKeyArray) -> tuple[Float[Array, "n 13"], Float[Array, "n 3"]]:
+def sample_toss_inputs(
+    n: int, *, key: PRNGKeyArray, ranges: dict | None = None
+) -> tuple[Float[Array, "n 13"], Float[Array, "n 3"]]:
     """Initial states and contact parameters of `n` generated tosses.
 
     Orientation uniform over rotations (any heading); the lowest corner
-    `INIT_RANGES["lowest_corner"]` above the table; horizontal velocity of
+    `ranges["lowest_corner"]` above the table; horizontal velocity of
     uniform heading and speed in `v_horizontal`; vertical velocity in `vz`;
-    angular velocity of uniform axis and magnitude in `omega`.  The box holds
-    the first frames of all 350 real tosses (tests/test_toss.py checks).
-    Parameters are drawn from `cube_space()`'s prior.
+    angular velocity of uniform axis and magnitude in `omega`.  The default
+    `INIT_RANGES` holds the first frames of all 350 real tosses (tests/test_toss.py
+    checks).  Parameters are drawn from `cube_space()`'s prior.
 
     Returns:
         (initial_states (n, 13) at t = 0, params (n, 3)).
     """
+    ranges = INIT_RANGES if ranges is None else ranges
     k_q, k_h, k_sp, k_head, k_vz, k_wdir, k_wmag, k_p = jax.random.split(key, 8)
     quat = jax.random.normal(k_q, (n, 4))
     quat = quat / jnp.linalg.norm(quat, axis=1, keepdims=True)
-    speed = _uniform(k_sp, (n,), INIT_RANGES["v_horizontal"])
+    speed = _uniform(k_sp, (n,), ranges["v_horizontal"])
     heading = _uniform(k_head, (n,), (0.0, 2 * math.pi))
-    vel = jnp.stack([speed * jnp.cos(heading), speed * jnp.sin(heading), _uniform(k_vz, (n,), INIT_RANGES["vz"])], 1)
+    vel = jnp.stack([speed * jnp.cos(heading), speed * jnp.sin(heading), _uniform(k_vz, (n,), ranges["vz"])], 1)
     axis = jax.random.normal(k_wdir, (n, 3))
-    omega = axis / jnp.linalg.norm(axis, axis=1, keepdims=True) * _uniform(k_wmag, (n, 1), INIT_RANGES["omega"])
+    omega = axis / jnp.linalg.norm(axis, axis=1, keepdims=True) * _uniform(k_wmag, (n, 1), ranges["omega"])
     states = jnp.concatenate([quat, jnp.zeros((n, 3)), omega, vel], 1)
-    low = _uniform(k_h, (n,), INIT_RANGES["lowest_corner"])
+    low = _uniform(k_h, (n,), ranges["lowest_corner"])
     states = states.at[:, 6].set(low - jax.vmap(lowest_corner_z)(states))
     return states, cube_space().sample(n, key=k_p)
 

@@ -10,7 +10,8 @@ recorded frames and is scored by `clashx.baselines._cube_fit.trajectory_errors`:
 | `mujoco_nominal` | nothing: μ 0.15 (dair_pll), MuJoCo's default solref (0.02 s, 1) | MuJoCo C |
 | `mujoco_identified` | (μ, time constant, damping ratio) by `mujoco.sysid` on the trajectories | MuJoCo C |
 | `mjx_identified` | the same three by Levenberg-Marquardt through MJX (forward mode, float64) | MJX |
-| `clashx` | impact parameters through the surrogate, then its CV fine-tuning; MJX's parameters after the impact window by Levenberg-Marquardt through MJX from the surrogate's post-impact states, starting at the impact's | hybrid (`clashx.hybrid._cube_rollout`) |
+| `clashx` | impact parameters through the surrogate from every impact of the fit tosses (`impacts="all"`), then its CV fine-tuning on them; MJX's parameters between impacts by Levenberg-Marquardt through MJX from the surrogate's first post-impact states, starting at the impact's | hybrid, every landing after a free flight through the surrogate (`hybrid_toss_every`) |
+| `clashx_first` | the same fit | hybrid, the first impact only through the surrogate (`hybrid_toss`) |
 
 Post-impact α-accuracy: the state WINDOW after the first impact, as the
 speed vector u = (v, r ω) (v the centre's velocity, ω the angular velocity in
@@ -39,7 +40,7 @@ from ..scenes import _toss
 from ..scenes._scenes import CUBE_FRICTION, CUBE_INERTIA, CUBE_MASS
 from ..surrogate._cube import CubeSurrogate, load_cube_surrogate, shipped_cube_surrogate
 
-METHODS = ("mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx")
+METHODS = ("mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first")
 NOMINAL = (CUBE_FRICTION, 0.02, 1.0)  # dair_pll's friction; MuJoCo's default solref (time constant, damping ratio)
 GYRATION = math.sqrt(CUBE_INERTIA / CUBE_MASS)  # m
 ALPHAS = (0.1, 0.2)
@@ -97,11 +98,13 @@ def alpha_accuracies(pred_post: np.ndarray, real_post: np.ndarray) -> dict:
     return {f"alpha_{a}": float(np.mean(err <= a)) for a in ALPHAS} | {"median_rel_err": float(np.median(err))}
 
 
-def _load(path: str) -> tuple[dict, list[np.ndarray]]:
-    ev = ingest_cube_tosses(path)
+def _load(path: str) -> tuple[dict, list[np.ndarray], dict]:
+    """(first-impact events, one per toss; their tracks; every impact's events, `impact` numbering them)."""
+    every = ingest_cube_tosses(path, impacts="all")
+    ev = _take(every, np.flatnonzero(every["impact"] == 0))
     data = load_cube_tracks(path)
     rows = {int(t): i for i, t in enumerate(data.toss_ids)}
-    return ev, [data.tracks[rows[int(t)]] for t in ev["toss_id"]]
+    return ev, [data.tracks[rows[int(t)]] for t in ev["toss_id"]], every
 
 
 def _take(ev: dict, idx: np.ndarray) -> dict:
@@ -118,25 +121,29 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
          "fit_toss_ids", "n_eval", "timing_s", "config"}.
     """
     t_all = time.perf_counter()
-    ev, tracks = _load(config.tosses)
+    ev, tracks, every = _load(config.tosses)
     n = len(ev["toss_id"])
     if n < config.fit + (0 if config.eval else 1):
         raise ValueError(f"{config.tosses}: {n} usable tosses, too few to fit on {config.fit} and evaluate on the rest")
     rng = np.random.default_rng(config.seed)
     fit_idx = np.sort(rng.choice(n, config.fit, replace=False))
     fit, fit_tracks = _take(ev, fit_idx), [tracks[i] for i in fit_idx]
+    fit_all = _take(every, np.flatnonzero(np.isin(every["toss_id"], fit["toss_id"])))
     if config.eval:
-        ev_e, tracks_e = _load(config.eval)
+        ev_e, tracks_e, every_e = _load(config.eval)
         eval_idx = np.arange(len(ev_e["toss_id"]))
     else:
-        ev_e, tracks_e = ev, tracks
+        ev_e, tracks_e, every_e = ev, tracks, every
         eval_idx = np.setdiff1d(np.arange(n), fit_idx)
     if config.max_eval:
         eval_idx = eval_idx[: config.max_eval]
     evs, real = _take(ev_e, eval_idx), [tracks_e[i] for i in eval_idx]
     n_frames = max(len(t) for t in real)
     n_eval = len(eval_idx)
-    log(f"cube tosses: fit on {config.fit} (toss ids {fit['toss_id'].tolist()}), evaluate on {n_eval}")
+    log(
+        f"cube tosses: fit on {config.fit} (toss ids {fit['toss_id'].tolist()}; {len(fit_all['toss_id'])} impacts"
+        f" after a free flight), evaluate on {n_eval}"
+    )
     sim = _toss.make_toss_sim()
     key = jax.random.PRNGKey(config.seed)
     k_id, k_ft, k_mjx, k_rest = jax.random.split(key, 4)
@@ -186,12 +193,14 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         tracks_mjx = _mjx_rollouts(sim, evs["initial_state"], p, n_frames)
         record("mjx_identified", p, tracks_mjx, event_post(p), t_fit)
 
-    # clashx: surrogate impact (identified, fine-tuned) + MJX rest (fitted from the surrogate's post states)
-    log("  clashx: impact parameters through the cube surrogate, then its CV fine-tuning …")
+    # clashx: surrogate impacts (identified, fine-tuned on every impact of the fit tosses) + MJX between them
+    log(
+        f"  clashx: impact parameters through the cube surrogate from {len(fit_all['toss_id'])} impacts, then CV fine-tuning …"
+    )
     t0 = time.perf_counter()
     surrogate = load_cube_surrogate(config.surrogate) if config.surrogate else shipped_cube_surrogate()
-    p_imp, _ = identify_cube(surrogate, fit["pre_state"], fit["post_state"], key=k_id)
-    tuned, report = finetune_cube(surrogate, fit["pre_state"], fit["post_state"], p_imp, key=k_ft)
+    p_imp, _ = identify_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], key=k_id)
+    tuned, report = finetune_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], p_imp, key=k_ft)
     post_fit = _surrogate_post(tuned, fit["pre_state"], p_imp)
     log(f"  clashx: fine-tuning {report['steps']} steps; MJX's post-impact parameters by Levenberg-Marquardt …")
     p_rest, _ = identify_trajectory_mjx(
@@ -205,10 +214,29 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         init=p_imp,  # the impact's parameters, identified through the surrogate, are the first guess
     )
     t_fit = time.perf_counter() - t0
-    log(f"  clashx: rolling {n_eval} tosses out through the hybrid …")
-    tracks_cx = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest)
+    log(f"  clashx: rolling {n_eval} tosses out through the hybrid, every impact through the surrogate …")
+    t0 = time.perf_counter()
+    tracks_cx, fired = hybrid_tosses(
+        sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True, return_stats=True
+    )
+    timing["clashx_rollout_s"] = time.perf_counter() - t0
     post_cx = _surrogate_post(tuned, evs["pre_state"], p_imp)
-    record("clashx", p_imp, tracks_cx, post_cx, t_fit, {"rest_params": p_rest.tolist(), "finetune": report})
+    landings = {k: float(np.mean(v)) for k, v in fired.items()} | {
+        "real_impacts_per_toss": float(np.mean(np.isin(every_e["toss_id"], evs["toss_id"]).sum() / n_eval)),
+    }
+    log("  clashx: landings per toss " + ", ".join(f"{k} {v:.2f}" for k, v in landings.items()))
+    extra = {
+        "rest_params": p_rest.tolist(),
+        "finetune": report,
+        "landings_per_toss": landings,
+        "n_fit_impacts": len(fit_all["toss_id"]),
+    }
+    record("clashx", p_imp, tracks_cx, post_cx, t_fit, extra)
+    if "clashx_first" in config.methods:
+        t0 = time.perf_counter()
+        tracks_first = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest)
+        timing["clashx_first_rollout_s"] = time.perf_counter() - t0
+        record("clashx_first", p_imp, tracks_first, post_cx, t_fit, {"rest_params": p_rest.tolist()})
 
     timing["total_s"] = time.perf_counter() - t_all
     return {
