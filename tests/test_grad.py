@@ -7,6 +7,7 @@ compiles small; the strike's own bookkeeping is checked against
 
 import inspect
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -53,6 +54,18 @@ def _position(model, stepper, q, v, n=N_STEPS):
     return d.qpos[:3]
 
 
+# Jitted once for every case (q, v, key are traced; the stepper and the config are static): the compiles
+# of Jacobians through the solver are this file's cost.
+@eqx.filter_jit
+def _value(model, stepper, q, v):
+    return _position(model, stepper, q, v)
+
+
+@eqx.filter_jit
+def _jacobian(model, stepper, q, v, reverse=False):
+    return (jax.jacrev if reverse else jax.jacfwd)(lambda v: _position(model, stepper, q, v))(v)
+
+
 def test_mjx_solver_still_has_the_loop_step_replaces():
     """Fails when MJX's solver changes the loop `clashx.grad.step` swaps (then revisit `_solver.py`)."""
     source = inspect.getsource(_mjx._solver.solve)
@@ -65,21 +78,20 @@ def test_plain_mjx_step_still_blocks_reverse_mode(model):
     with jax.enable_x64(True):
         q, v = SLIDING
         with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
-            jax.jacrev(lambda v: _position(model, mjx.step, q, v))(v)
+            jax.jacrev(lambda v: _position(model, mjx.step, q, v, n=1))(v)  # one step raises as well as twenty
 
 
 def test_step_values_and_reverse_gradient(model):
     with jax.enable_x64(True):
         q, v = SLIDING
         np.testing.assert_allclose(
-            _position(model, grad.step, q, v), _position(model, mjx.step, q, v), rtol=0, atol=VALUE_ATOL
+            _value(model, grad.step, q, v), _value(model, mjx.step, q, v), rtol=0, atol=VALUE_ATOL
         )
-        j_rev = jax.jit(jax.jacrev(lambda v: _position(model, grad.step, q, v)))(v)
-        j_fwd = jax.jit(jax.jacfwd(lambda v: _position(model, mjx.step, q, v)))(v)
+        j_rev = _jacobian(model, grad.step, q, v, reverse=True)
+        j_fwd = _jacobian(model, mjx.step, q, v)
         np.testing.assert_allclose(j_rev, j_fwd, rtol=GRAD_RTOL, atol=1e-12)
-        f = jax.jit(lambda v: _position(model, mjx.step, q, v))
         e = jnp.zeros(6).at[0].set(FD_STEP)
-        fd = (f(v + e) - f(v - e)) / (2 * FD_STEP)
+        fd = (_value(model, mjx.step, q, v + e) - _value(model, mjx.step, q, v - e)) / (2 * FD_STEP)
         np.testing.assert_allclose(j_rev[:, 0], fd, rtol=FD_RTOL, atol=1e-9)
         assert np.abs(j_rev[0, 0]) > 1e-3  # a real dependence, not a zero matched to a zero
 
@@ -97,6 +109,18 @@ def _bundled(model, q, v, config, key, stepper=mjx.step, n=N_STEPS):
     return d.qpos[:3]
 
 
+@eqx.filter_jit
+def _bundled_value(model, q, v, config, key):
+    return _bundled(model, q, v, config, key)
+
+
+@eqx.filter_jit
+def _bundled_jacobian(model, q, v, config, key, reverse=False):
+    if reverse:
+        return jax.jacrev(lambda v: _bundled(model, q, v, config, key, grad.step))(v)
+    return jax.jacfwd(lambda v: _bundled(model, q, v, config, key))(v)
+
+
 @pytest.mark.parametrize("case", ["flying", "sliding"])
 def test_bcg_with_sigma_to_zero_is_the_plain_gradient(model, case):
     """Away from contact (free flight) and in smooth contact (sliding), σ → 0 gives the plain derivative."""
@@ -104,11 +128,11 @@ def test_bcg_with_sigma_to_zero_is_the_plain_gradient(model, case):
     config = grad.BCGConfig(sigma_pos=SIGMA_ZERO, sigma_vel=SIGMA_ZERO, horizon=5, **BOX_CONFIG)
     with jax.enable_x64(True):
         key = jax.random.PRNGKey(0)
-        j_b = jax.jit(jax.jacfwd(lambda v: _bundled(model, q, v, config, key)))(v)
-        j_p = jax.jit(jax.jacfwd(lambda v: _position(model, mjx.step, q, v)))(v)
+        j_b = _bundled_jacobian(model, q, v, config, key)
+        j_p = _jacobian(model, mjx.step, q, v)
         np.testing.assert_allclose(j_b, j_p, rtol=0, atol=SIGMA_ZERO_ATOL)
         # and in reverse mode through the fixed-iteration step
-        j_r = jax.jit(jax.jacrev(lambda v: _bundled(model, q, v, config, key, grad.step)))(v)
+        j_r = _bundled_jacobian(model, q, v, config, key, reverse=True)
         np.testing.assert_allclose(j_r, j_p, rtol=0, atol=SIGMA_ZERO_ATOL)
 
 
@@ -117,9 +141,9 @@ def test_bundle_mean_stays_near_the_unperturbed_rollout(model):
     q, v = DROPPING
     config = grad.BCGConfig(horizon=10, **BOX_CONFIG)
     with jax.enable_x64(True):
-        plain = _position(model, mjx.step, q, v)
+        plain = _value(model, mjx.step, q, v)
         for seed in range(3):
-            mean = _bundled(model, q, v, config, jax.random.PRNGKey(seed))
+            mean = _bundled_value(model, q, v, config, jax.random.PRNGKey(seed))
             assert np.linalg.norm(np.asarray(mean - plain)) < BUNDLE_MEAN_TOL
             assert np.linalg.norm(np.asarray(mean - plain)) > 0  # the bundle did perturb
 
