@@ -53,6 +53,9 @@ def main() -> None:
     ap.add_argument("--eval", default=None, help="evaluate on every toss of this file instead of the rest of --tosses")
     ap.add_argument("--surrogate", default=None, help="pretrained cube surrogate folder (default: the shipped one)")
     ap.add_argument("--max-eval", type=int, default=0, help="evaluate on at most N tosses (0: all)")
+    ap.add_argument(
+        "--rest-generations", type=int, default=6, help="CMA-ES generations of clashx's between-impact refit (0: off)"
+    )
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--plot", default=None, help="PNG of a few tosses, real against each method")
@@ -64,6 +67,7 @@ def main() -> None:
         seed=a.seed,
         surrogate=a.surrogate,
         max_eval=a.max_eval,
+        rest_generations=a.rest_generations,
         methods=tuple(m.strip() for m in a.methods.split(",") if m.strip()),
     )
     print(f"device: {jax.default_backend()} ({jax.devices()[0].device_kind}); seed {a.seed}")

@@ -330,3 +330,66 @@ def test_pretrain_cube_learns_and_a_killed_run_resumes_to_the_same_weights(tmp_p
     assert any("resuming at epoch 2" in line for line in news), news
     for a, b in zip(jax.tree.leaves(eqx.filter(whole, eqx.is_array)), jax.tree.leaves(eqx.filter(again, eqx.is_array))):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+
+
+# --- later impacts: generated bounce tosses, coverage, MJX's parameters between impacts ------------------
+
+
+def test_bounce_inputs_in_their_ranges():
+    from clashx.events import _cube_impacts as B
+
+    states, params = B.sample_bounce_inputs(512, key=jax.random.PRNGKey(4))
+    low = np.asarray(jax.vmap(T.lowest_corner_z)(jnp.asarray(states)))
+    lo, hi = B.BOUNCE_RANGES["lowest_corner"]
+    assert low.min() >= lo - 1e-9 and low.max() <= hi + 1e-9
+    tilt = B.impact_features(states)[:, 4]
+    assert tilt.max() <= B.BOUNCE_RANGES["tilt"][1] + 1e-6
+    assert np.mean(tilt < 20.0) > 0.3  # tilt uniform in 0-55°: 36 % within 20° (a uniform rotation: 6 %)
+    np.testing.assert_allclose(np.linalg.norm(states[:, :4], axis=1), 1.0, atol=1e-6)
+    assert np.asarray(T.cube_space().to_unit(jnp.asarray(params))).min() >= 0.0
+
+
+def test_coverage_counts_real_impacts_in_covered_bins():
+    from clashx.events import _cube_impacts as B
+
+    states, _ = B.sample_bounce_inputs(400, key=jax.random.PRNGKey(5))
+    assert min(B.coverage(states[:200], states[200:]).values()) > 0.9  # the same distribution covers itself
+    fast = states.copy()
+    fast[:, 12] -= 5.0  # closing 5 m/s faster: no generated impact near the real ones' closing speeds
+    assert B.coverage(fast, states)["closing speed (m/s)"] == 0.0
+
+
+def test_fit_between_impacts_recovers_the_simulating_parameters(sim):
+    """Tracks made by the every-impact hybrid at known rest parameters: from them the cost is 0; from elsewhere it drops."""
+    states, _ = random_states(2, seed=21)
+    p_imp = np.array([0.3, 0.01, 1.0])
+    rest_true = np.array([0.4, 0.008, 0.8])
+    impact = _StopModel(space=T.cube_space())
+    tracks = list(R.hybrid_tosses(sim, impact, states, p_imp, 40, rest_params=rest_true, every_impact=True))
+    p, cost, _ = L.fit_between_impacts(
+        sim, impact, states, p_imp, tracks, rest_true, key=jax.random.PRNGKey(0), population=4, generations=1
+    )
+    assert cost < 1e-10
+    np.testing.assert_allclose(p, rest_true, rtol=1e-5)
+    start = np.array([0.1, 0.02, 1.5])
+    p, cost, history = L.fit_between_impacts(
+        sim, impact, states, p_imp, tracks, start, key=jax.random.PRNGKey(0), population=4, generations=2
+    )
+    start_cost, _ = _cost_at(sim, impact, states, p_imp, tracks, start)
+    assert cost < start_cost and len(history) == 2
+
+
+class _StopModel(eqx.Module):
+    """An 'impact model' that stops the fall (vertical velocity 0, nothing else changed), with the `space`
+    that `fit_between_impacts` reads: the cube then slides on MJX's contact, which the rest parameters set."""
+
+    space: object = eqx.field(static=True)
+
+    def __call__(self, pre, params):
+        return pre.at[12].set(0.0)
+
+
+def _cost_at(sim, impact, states, p_imp, tracks, rest):
+    frames = R.hybrid_tosses(sim, impact, states, p_imp, 40, rest_params=rest, every_impact=True)
+    real, mask = F.pad_tracks(tracks)
+    return float(jnp.sum(F.trajectory_residuals(frames, real, mask) ** 2)), frames

@@ -183,3 +183,62 @@ def finetune_cube(
     pre = jnp.asarray(pre, jnp.float32)
     targets = _batch_targets(pre, jnp.asarray(post, jnp.float32))
     return finetune(model, pre, targets, params, key=key, config=config, what="impacts")
+
+
+# --- MJX's parameters between impacts, through the every-impact hybrid -------------------------------
+
+
+def fit_between_impacts(
+    sim: _toss.TossSim,
+    impact: CubeSurrogate,
+    initial_states: Float[np.ndarray, "n 13"],
+    params: Float[np.ndarray, "p"],
+    tracks: list[np.ndarray],
+    rest0: Float[np.ndarray, "p"],
+    *,
+    key: PRNGKeyArray,
+    population: int = 8,
+    generations: int = 6,
+    std_init: float = 0.1,
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """MJX's contact parameters between impacts, refit on whole recorded tosses through the every-impact hybrid.
+
+    CMA-ES (`clashx.optimize.cmaes_in_box`, the prior's unit cube, started at
+    `rest0`) on the squared trajectory residuals (`clashx.baselines._cube_fit.trajectory_residuals`:
+    position in cube widths and rotation, every recorded frame) of the tosses
+    rolled out from `initial_states` by `hybrid_toss_every` with `impact` at `params`.
+    Each generation is one batched rollout of population × tosses.
+
+    Returns:
+        (rest params (p,), their cost, the best cost of each generation); `rest0`
+        itself competes, so the cost never exceeds its.
+    """
+    from ..baselines._cube_fit import pad_tracks, trajectory_residuals
+    from ..hybrid._cube_rollout import hybrid_tosses
+    from ..optimize._optimize import cmaes_in_box
+
+    real, mask = pad_tracks(tracks)
+    n, n_frames = mask.shape
+    states = np.asarray(initial_states, np.float64)
+
+    def losses(u: np.ndarray) -> np.ndarray:
+        rest = np.asarray(impact.space.from_unit(jnp.asarray(u)), np.float64)
+        k = len(u)
+        frames = hybrid_tosses(
+            sim,
+            impact,
+            np.tile(states, (k, 1)),
+            params,
+            n_frames,
+            rest_params=np.repeat(rest, n, 0),
+            every_impact=True,
+            block=k * n,
+        ).reshape(k, n, n_frames, 13)
+        return np.array([float(jnp.sum(trajectory_residuals(f, real, mask) ** 2)) for f in frames])
+
+    u0 = np.clip(np.asarray(impact.space.to_unit(jnp.asarray(rest0)), np.float64), 0.02, 0.98)
+    start = (u0, float(losses(u0[None])[0]))
+    u, cost, history = cmaes_in_box(
+        losses, u0, key=key, population=population, generations=generations, std_init=std_init, best=start
+    )
+    return np.asarray(impact.space.from_unit(jnp.asarray(u)), np.float64), cost, history

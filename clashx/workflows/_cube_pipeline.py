@@ -35,7 +35,7 @@ import numpy as np
 from ..baselines._cube_fit import HORIZONS, identify_sysid, identify_trajectory_mjx, rollout_c, trajectory_errors
 from ..events._ingest_cube import ingest_cube_tosses, load_cube_tracks
 from ..hybrid._cube_rollout import hybrid_tosses, rest_rollout
-from ..learn._cube_learn import finetune_cube, identify_cube
+from ..learn._cube_learn import finetune_cube, fit_between_impacts, identify_cube
 from ..scenes import _toss
 from ..scenes._scenes import CUBE_FRICTION, CUBE_INERTIA, CUBE_MASS
 from ..surrogate._cube import CubeSurrogate, load_cube_surrogate, shipped_cube_surrogate
@@ -61,6 +61,9 @@ class CubeTossConfig:
         max_eval: evaluate at most this many tosses (0: all), the first in file order after the fit ones leave.
         mjx_starts, mjx_iterations: Levenberg-Marquardt through MJX (both MJX fits).
         sysid_iters: `mujoco.sysid` iterations per start.
+        rest_generations, rest_population: CMA-ES refit of clashx's MJX parameters between impacts through
+            the every-impact hybrid on the fit tosses (`fit_between_impacts`); 0 generations keeps the
+            Levenberg-Marquardt fit (which `clashx_first` always uses).
         methods: which of `METHODS` to run (`mjx_identified` is the slowest on a CPU).
     """
 
@@ -73,6 +76,8 @@ class CubeTossConfig:
     mjx_starts: int = 2
     mjx_iterations: int = 6
     sysid_iters: int = 30
+    rest_generations: int = 6
+    rest_population: int = 8
     methods: tuple[str, ...] = METHODS
 
     def __post_init__(self):
@@ -146,7 +151,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     )
     sim = _toss.make_toss_sim()
     key = jax.random.PRNGKey(config.seed)
-    k_id, k_ft, k_mjx, k_rest = jax.random.split(key, 4)
+    k_id, k_ft, k_mjx, k_rest, k_between = jax.random.split(key, 5)
     results, timing = {}, {}
 
     def event_post(params):
@@ -213,6 +218,24 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         iterations=config.mjx_iterations,
         init=p_imp,  # the impact's parameters, identified through the surrogate, are the first guess
     )
+    p_lm, rest_fit = p_rest, {"lm": p_rest.tolist()}
+    if config.rest_generations:
+        log(
+            f"  clashx: MJX's parameters between impacts refit through the every-impact hybrid (CMA-ES,"
+            f" {config.rest_generations} × {config.rest_population}) …"
+        )
+        p_rest, cost, history = fit_between_impacts(
+            sim,
+            tuned,
+            fit["initial_state"],
+            p_imp,
+            fit_tracks,
+            p_lm,
+            key=k_between,
+            population=config.rest_population,
+            generations=config.rest_generations,
+        )
+        rest_fit |= {"cmaes": p_rest.tolist(), "cost": cost, "history": history.tolist()}
     t_fit = time.perf_counter() - t0
     log(f"  clashx: rolling {n_eval} tosses out through the hybrid, every impact through the surrogate …")
     t0 = time.perf_counter()
@@ -227,6 +250,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     log("  clashx: landings per toss " + ", ".join(f"{k} {v:.2f}" for k, v in landings.items()))
     extra = {
         "rest_params": p_rest.tolist(),
+        "rest_fit": rest_fit,
         "finetune": report,
         "landings_per_toss": landings,
         "n_fit_impacts": len(fit_all["toss_id"]),
@@ -234,9 +258,9 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     record("clashx", p_imp, tracks_cx, post_cx, t_fit, extra)
     if "clashx_first" in config.methods:
         t0 = time.perf_counter()
-        tracks_first = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest)
+        tracks_first = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_lm)
         timing["clashx_first_rollout_s"] = time.perf_counter() - t0
-        record("clashx_first", p_imp, tracks_first, post_cx, t_fit, {"rest_params": p_rest.tolist()})
+        record("clashx_first", p_imp, tracks_first, post_cx, t_fit, {"rest_params": p_lm.tolist()})
 
     timing["total_s"] = time.perf_counter() - t_all
     return {
@@ -341,7 +365,7 @@ def json_summary(result: dict) -> dict:
             | {"whole": {"pos_err_pct_width_mean": r["pos_pct_mean"], "rot_err_deg_mean": r["rot_deg_mean"]}},
             "params": r["params"],
             "fit_s": r["fit_s"],
-        } | ({"rest_params": r["rest_params"], "finetune": r["finetune"]} if "rest_params" in r else {})
+        } | {k: r[k] for k in ("rest_params", "finetune", "landings_per_toss", "n_fit_impacts", "rest_fit") if k in r}
     return out | {
         "_meta": {
             "n_eval": result["n_eval"],
