@@ -26,6 +26,7 @@ from .hybrid import hybrid_rollouts as hybrid_rollouts
 from .hybrid import hybrid_rollouts_c as hybrid_rollouts_c
 from .hybrid import hybrid_step as hybrid_step
 from .hybrid import hybrid_toss as hybrid_toss
+from .hybrid import hybrid_toss_every as hybrid_toss_every
 from .hybrid import hybrid_tosses as hybrid_tosses
 from .hybrid import hybrid_track as hybrid_track
 from .hybrid import init_pair_state as init_pair_state

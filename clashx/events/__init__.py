@@ -1,5 +1,6 @@
 """Collision events: the file format, generation from simulation, ingestion of lab and real recordings, shipped data, the accuracy metric."""
 
+from ._cube_impacts import generate_bounce_events as generate_bounce_events
 from ._data import data_path as data_path
 from ._data import lab_recording as lab_recording
 from ._events import EventFileError as EventFileError

@@ -1,6 +1,8 @@
 """The hybrid simulator: the surrogate inside MJX's step (and MuJoCo C's), recorded-track predictions and slides."""
 
+from ._cube_rollout import EveryImpactStats as EveryImpactStats
 from ._cube_rollout import hybrid_toss as hybrid_toss
+from ._cube_rollout import hybrid_toss_every as hybrid_toss_every
 from ._cube_rollout import hybrid_tosses as hybrid_tosses
 from ._hybrid import HybridResult as HybridResult
 from ._hybrid import HybridSim as HybridSim

@@ -106,7 +106,7 @@ def _cmd_ingest(a: argparse.Namespace) -> int:
     else:
         from ..events._ingest_cube import ingest_cube_tosses
 
-        events = ingest_cube_tosses(a.input)
+        events = ingest_cube_tosses(a.input, impacts=a.impacts)
     save_events(a.out, events)
     print(f"{n_events(events)} {events['scene']} events from {a.input} -> {a.out}")
     return 0
@@ -301,6 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="stop-time",
         help="strike lab: how velocities are read off the slides: stop-time (default: a slide model per strike "
         "with a file-level prior; the more accurate on lab A) or sim (MuJoCo C's slide, parameters shared by the file)",
+    )
+    i.add_argument(
+        "--impacts",
+        choices=("all", "first"),
+        default="all",
+        help="cube tosses: every impact after a free flight (the first and each bounce's landing; default) or the first only",
     )
     i.set_defaults(func=_cmd_ingest)
 

@@ -111,7 +111,9 @@ def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
 def cube_section(out: str, seed: int, t0: float, max_eval: int = 60) -> dict:
     """The cube-toss pipeline on the shipped tosses, small: 10 fit tosses, `max_eval` evaluated, short fits.
 
-    MJX identified by gradient is left to `bench/cube_toss.py`: on a CPU it alone takes over a minute.
+    Every landing after a free flight goes through the surrogate (`hybrid_toss_every`).  MJX identified by
+    gradient and clashx's CMA-ES refit of MJX's parameters between impacts are left to `bench/cube_toss.py`:
+    on a CPU each takes over a minute.
     """
     from ..events._data import data_path
     from ._cube_pipeline import CubeTossConfig, run_cube_toss, summary_table
@@ -119,7 +121,8 @@ def cube_section(out: str, seed: int, t0: float, max_eval: int = 60) -> dict:
     _say("real cube tosses (ContactNets): fit on 10, roll out 60 others from their initial states", t0)
     config = CubeTossConfig(
         tosses=str(data_path("contactnets_cube/tosses.npz")), fit=10, seed=seed, max_eval=max_eval,
-        mjx_starts=1, mjx_iterations=4, sysid_iters=15, methods=("mujoco_nominal", "mujoco_identified", "clashx"),
+        mjx_starts=1, mjx_iterations=4, sysid_iters=15, rest_generations=0,
+        methods=("mujoco_nominal", "mujoco_identified", "clashx"),
     )  # fmt: skip
     result = run_cube_toss(config, log=lambda msg: _say("  " + msg, t0))
     print(summary_table(result), flush=True)
