@@ -16,6 +16,8 @@ over its recorded frames (`clashx.workflows._cube_pipeline`):
                      27 ms window, MJX between them (parameters fitted by Levenberg-Marquardt through MJX from
                      the surrogate's first post-impact states)
   clashx_first       the same fit; only the first impact through the surrogate, MJX after its window
+  oracle_first_post  a bound, not a method: clashx's every-impact rollout from each evaluated toss's measured
+                     state at the end of its first impact window (what a perfect first impact would give)
 
 Errors (`clashx.baselines._cube_fit`), w = cube width 0.1048 m, per toss over all its
 recorded frames k = 0 … K-1 from the first: position ‖p_sim − p_real‖ / w in %,

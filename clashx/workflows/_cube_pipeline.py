@@ -12,6 +12,7 @@ recorded frames and is scored by `clashx.baselines._cube_fit.trajectory_errors`:
 | `mjx_identified` | the same three by Levenberg-Marquardt through MJX (forward mode, float64) | MJX |
 | `clashx` | impact parameters through the surrogate from every impact of the fit tosses (`impacts="all"`), then its CV fine-tuning on them; MJX's parameters between impacts by Levenberg-Marquardt through MJX from the surrogate's first post-impact states, starting at the impact's | hybrid, every landing after a free flight through the surrogate (`hybrid_toss_every`) |
 | `clashx_first` | the same fit | hybrid, the first impact only through the surrogate (`hybrid_toss`) |
+| `oracle_first_post` | clashx's fit | not a method but a bound: clashx's every-impact rollout started from each evaluated toss's *measured* state at the end of its first impact window (free flight before it): what clashx would score with a perfect first impact |
 
 Post-impact α-accuracy: the state WINDOW after the first impact, as the
 speed vector u = (v, r ω) (v the centre's velocity, ω the angular velocity in
@@ -40,7 +41,7 @@ from ..scenes import _toss
 from ..scenes._scenes import CUBE_FRICTION, CUBE_INERTIA, CUBE_MASS
 from ..surrogate._cube import CubeSurrogate, load_cube_surrogate, shipped_cube_surrogate
 
-METHODS = ("mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first")
+METHODS = ("mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "oracle_first_post")
 NOMINAL = (CUBE_FRICTION, 0.02, 1.0)  # dair_pll's friction; MuJoCo's default solref (time constant, damping ratio)
 GYRATION = math.sqrt(CUBE_INERTIA / CUBE_MASS)  # m
 ALPHAS = (0.1, 0.2)
@@ -261,6 +262,10 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         tracks_first = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_lm)
         timing["clashx_first_rollout_s"] = time.perf_counter() - t0
         record("clashx_first", p_imp, tracks_first, post_cx, t_fit, {"rest_params": p_lm.tolist()})
+    if "oracle_first_post" in config.methods:
+        from_post = hybrid_tosses(sim, tuned, evs["post_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True)
+        tracks_or = _after_first_window(tracks_cx, from_post, evs["t_impact"] + _toss.WINDOW)
+        record("oracle_first_post", p_imp, tracks_or, evs["post_state"], t_fit, {"rest_params": p_rest.tolist()})
 
     timing["total_s"] = time.perf_counter() - t_all
     return {
@@ -280,6 +285,23 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         }
         | ({} if tracks_mjx is None else {"mjx_identified": tracks_mjx[:4]}),
     }
+
+
+def _after_first_window(tracks: np.ndarray, from_post: np.ndarray, t_post: np.ndarray) -> np.ndarray:
+    """`tracks` (n, F, 13) with every frame at or after `t_post[i]` taken from `from_post[i]`, a rollout started
+    at `t_post[i]` (its frame j at t_post + j / 148 s), interpolated onto the frame grid."""
+    out = tracks.copy()
+    n_frames = tracks.shape[1]
+    t = np.arange(n_frames) * _toss.FRAME_DT
+    for i in range(len(tracks)):
+        u = (t - t_post[i]) / _toss.FRAME_DT
+        after = u >= 0
+        lo = np.minimum(np.floor(u[after]).astype(int), n_frames - 2)
+        s = np.clip(u[after] - lo, 0.0, 1.0)
+        mix = (1 - s)[:, None] * from_post[i, lo] + s[:, None] * from_post[i, lo + 1]
+        mix[:, :4] /= np.linalg.norm(mix[:, :4], axis=1, keepdims=True)
+        out[i, after] = mix
+    return out
 
 
 def _surrogate_post(model: CubeSurrogate, pre: np.ndarray, params: np.ndarray) -> np.ndarray:
