@@ -393,3 +393,21 @@ def _cost_at(sim, impact, states, p_imp, tracks, rest):
     frames = R.hybrid_tosses(sim, impact, states, p_imp, 40, rest_params=rest, every_impact=True)
     real, mask = F.pad_tracks(tracks)
     return float(jnp.sum(F.trajectory_residuals(frames, real, mask) ** 2)), frames
+
+
+def test_after_first_window_shifts_a_rollout_onto_the_frame_grid():
+    """A rollout started at t_post (frame j at t_post + j/148 s) lands on the frame grid by interpolation: exact for motion linear in time."""
+    from clashx.workflows._cube_pipeline import _after_first_window
+
+    n, f = 2, 12
+    t_post = np.array([3.4, 7.0]) * T.FRAME_DT
+    base = np.zeros((n, f, 13))
+    base[..., 0] = 1.0
+    rollout = base.copy()
+    rollout[..., 4] = 0.2 + 0.5 * np.arange(f) * T.FRAME_DT  # x = 0.2 + 0.5 (t - t_post)
+    out = _after_first_window(base, rollout, t_post)
+    t = np.arange(f) * T.FRAME_DT
+    for i in range(n):
+        after = t >= t_post[i]
+        np.testing.assert_allclose(out[i, after, 4], 0.2 + 0.5 * (t[after] - t_post[i]), atol=1e-12)
+        np.testing.assert_array_equal(out[i, ~after], base[i, ~after])  # frames before t_post untouched
