@@ -2,7 +2,8 @@
 
 Reads a file in the format of `shared/data/contactnets_cube/tosses.npz`
 (`states` (N, 13) at 148 Hz, `offsets` (n + 1,), `toss_ids` (n,)) and finds
-each toss's first impact as `clashx.scenes._toss` defines it (its module docstring):
+each toss's first impact as `clashx.scenes._toss` defines it (its module docstring),
+then every later impact that ends a free flight:
 
 1. *Frame.*  The recordings' lengths carry a scale error: the free flights
    fall at 9.61 m/s^2, not 9.81 (2 % short, as the dataset's README warns),
@@ -22,6 +23,12 @@ each toss's first impact as `clashx.scenes._toss` defines it (its module docstri
 3. *After.*  `post_state` is a local fit at t_post = `t_impact + WINDOW`:
    the frames within two frames of t_post, a quadratic in time for the
    centre and a constant body angular velocity for the orientation.
+4. *Later impacts* (`impacts="all"`, the default).  After the first impact's
+   window, each run of `MIN_BOUNCE_FRAMES` or more frames with the lowest
+   corner above `MARGIN` (a bounce's flight) is fitted the same way; its
+   crossing of z = 0 is the next impact, with its window's local fit after it
+   (`_later_impacts`).  Landings without such a flight (a cube rocking from an
+   edge onto a face) give no event: their pre-impact state is not a free flight.
 
 Tosses whose track cannot be read that way (a flight that is not free, too
 few flight frames, no frames after the window) are left out and listed in
