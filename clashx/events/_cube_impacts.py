@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import PRNGKeyArray
+from ..core._types import Array, Float, PRNGKeyArray
 from ..scenes import _toss
 
 # Initial states of generated "bounce" tosses (`sample_toss_inputs(ranges=...)`): a cube a little above
@@ -42,18 +42,21 @@ BOUNCE_RANGES = {
 FEATURES = ("closing speed (m/s)", "horizontal speed (m/s)", "|ω| (rad/s)", "spin |ω_z| (rad/s)", "tilt (deg)")
 
 
-def _lowest_corner_velocity(pre: np.ndarray) -> np.ndarray:
-    rot = np.asarray(jax.vmap(_toss.quat_to_mat)(jnp.asarray(pre[:, :4])), np.float64)
-    corners = np.einsum("nij,kj->nki", rot, _toss._CORNER_SIGNS * _toss.HALF)
-    low = np.argmin(corners[:, :, 2], 1)
-    r = corners[np.arange(len(pre)), low]
-    w = np.einsum("nij,nj->ni", rot, pre[:, 7:10])
-    return pre[:, 10:13] + np.cross(w, r)
+def corner_closing_speed(state: Float[Array, "13"]) -> Float[Array, ""]:
+    """Downward speed (m/s) of the lowest corner of one toss state; positive when it closes on the table.
+
+    The handler's firing rule (`clashx.hybrid_toss_every`) and the features compared here both use it.
+    """
+    rot = _toss.quat_to_mat(state[0:4] / jnp.linalg.norm(state[0:4]))
+    corners = jnp.asarray(_toss._CORNER_SIGNS * _toss.HALF, state.dtype) @ rot.T
+    r = corners[jnp.argmin(corners[:, 2])]
+    return -(state[12] + jnp.cross(rot @ state[7:10], r)[2])
 
 
 def closing_speed(pre: np.ndarray) -> np.ndarray:
-    """Downward speed (m/s) of the lowest corner of pre-impact states (n, 13); positive when it closes on the table."""
-    return -_lowest_corner_velocity(np.asarray(pre, np.float64))[:, 2]
+    """`corner_closing_speed` of pre-impact states (n, 13), float64."""
+    with jax.enable_x64(True):
+        return np.asarray(jax.vmap(corner_closing_speed)(jnp.asarray(pre, jnp.float64)), np.float64)
 
 
 def impact_features(pre: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..core._mjx import mjx
 from ..core._types import Array, Float
+from ..events._cube_impacts import corner_closing_speed
 from ..scenes import _toss
 from ..scenes._toss import FRAME_DT, WINDOW, TossSim, free_flight, interpolate_states
 
@@ -54,6 +55,13 @@ def flight_time(state0: Float[Array, "13"]) -> Float[Array, ""]:
     return jnp.where(below.any(), jnp.where(k > 0, t, 0.0), MAX_FLIGHT_S)
 
 
+def _mjx_start(sim: TossSim, params: Float[Array, "3"], state: Float[Array, "13"]) -> tuple[mjx.Model, mjx.Data]:
+    """MJX's model at `params` and its data holding the toss state `state`."""
+    model = sim.space.apply(sim.model, sim.rows, params)
+    qpos, qvel = _toss.state_to_qpos_qvel(jnp.asarray(state, model.opt.timestep.dtype))
+    return model, mjx.make_data(model).replace(qpos=qpos, qvel=qvel)
+
+
 def rest_rollout(
     sim: TossSim, start: Float[Array, "13"], t_start: Float[Array, ""], params: Float[Array, "3"], n_frames: int
 ) -> Float[Array, "frames 13"]:
@@ -62,11 +70,9 @@ def rest_rollout(
     Frames before `t_start` hold `start` (the caller overwrites them).  Runs
     n_frames × substeps + 1 steps of `sim.dt` (static), enough for any t_start ≥ 0.
     """
-    model = sim.space.apply(sim.model, sim.rows, params)
+    model, data = _mjx_start(sim, params, start)
     dtype = model.opt.timestep.dtype
     start = jnp.asarray(start, dtype)
-    qpos, qvel = _toss.state_to_qpos_qvel(start)
-    data = mjx.make_data(model).replace(qpos=qpos, qvel=qvel)
 
     def step(d, _):
         new = mjx.step(model, d)
@@ -130,14 +136,6 @@ class EveryImpactStats(eqx.Module):
     short_flight: Array
 
 
-def _corner_closing_speed(state: Float[Array, "13"]) -> Float[Array, ""]:
-    """Downward speed (m/s) of the lowest corner of `state`."""
-    rot = _toss.quat_to_mat(state[0:4] / jnp.linalg.norm(state[0:4]))
-    corners = jnp.asarray(_toss._CORNER_SIGNS * _toss.HALF, state.dtype) @ rot.T
-    r = corners[jnp.argmin(corners[:, 2])]
-    return -(state[12] + jnp.cross(rot @ state[7:10], r)[2])
-
-
 def hybrid_toss_every(
     sim: TossSim,
     impact: Callable[[Float[Array, "13"], Float[Array, "3"]], Float[Array, "13"]],
@@ -167,14 +165,12 @@ def hybrid_toss_every(
     A toss's first landing is one of them (it flies from t = 0).  Returns the
     frames and the counts of `EveryImpactStats`.
     """
-    model = sim.space.apply(sim.model, sim.rows, rest_params)
+    model, data = _mjx_start(sim, rest_params, initial_state)
     dtype = model.opt.timestep.dtype
     dt = sim.dt
     k_min = int(round(min_flight_s / dt))
     params = jnp.asarray(params, dtype)
     s0 = jnp.asarray(initial_state, dtype)
-    qpos, qvel = _toss.state_to_qpos_qvel(s0)
-    data = mjx.make_data(model).replace(qpos=qpos, qvel=qvel)
     zero = jnp.zeros((), dtype)
     counts = jnp.zeros(3, jnp.int32)
     win = jnp.asarray(False)
@@ -191,7 +187,7 @@ def hybrid_toss_every(
         crossing = ~win & above & ~in_flight
         tau = _toss.crossing_time(s_sim, jnp.asarray(dt, dtype))
         pre_c = free_flight(s_sim, tau)
-        fast = _corner_closing_speed(pre_c) >= min_closing
+        fast = corner_closing_speed(pre_c) >= min_closing
         long = free >= k_min
         fire = crossing & long & fast
         post_c = jnp.asarray(impact(pre_c, params), dtype)
