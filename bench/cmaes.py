@@ -132,6 +132,7 @@ def identify_methods(shape: str, rec: dict, models: str | None, sims: dict, *, s
         {
             "velocity_fit": lab.params.tolist(),
             "params": p_h.tolist(),
+            "std": lab.std.tolist(),
             "rest_fit_loss_m": loss_h,
             "finetune_steps": int(lab.report["finetune"]["steps"]),
             "fit_s": time.perf_counter() - t0,

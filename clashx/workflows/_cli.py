@@ -201,6 +201,12 @@ def _cmd_pair(a: argparse.Namespace) -> int:
     return cmd_pair(a)
 
 
+def _cmd_train_policy(a: argparse.Namespace) -> int:
+    from ._push_cmd import cmd_train_policy
+
+    return cmd_train_policy(a)
+
+
 def _cmd_plan(a: argparse.Namespace) -> int:
     from ._plan_cmd import cmd_plan
 
@@ -434,6 +440,24 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--out", required=True, help="NEXT.csv (header theta,theta1,v_pre) for strike_lab.py --strikes")
     n.add_argument("--json", help="write the plan (strikes, scores, σ before and after) here")
     n.set_defaults(func=_cmd_plan)
+
+    t = sub.add_parser(
+        "train-policy", help="a sequential-pushing policy (ROUTES.md) trained with brax PPO in MuJoCo or clashx"
+    )
+    t.add_argument("--route", type=int, required=True, choices=(1, 2, 3))
+    t.add_argument("--sim", required=True, choices=("mujoco", "clashx"), help="the simulator trained in")
+    t.add_argument("--model", help="--sim clashx: run folder of the semi-cylinder surrogate (default: the shipped one)")
+    t.add_argument("--params", required=True, help="PARAMS.json (`clashx identify`): the values, and 'std' for --draws")
+    t.add_argument("--out", required=True, help="POLICY folder: policy.npz, policy.json, curve.png, table.npz")
+    t.add_argument("--timesteps", type=int, default=3_000_000, help="strikes simulated in training (default 3e6)")
+    t.add_argument(
+        "--draws",
+        type=int,
+        default=8,
+        help="parameter draws for domain randomisation, the identified values ± their σ (default 8; 1: none)",
+    )
+    t.add_argument("--seed", type=int, default=0)
+    t.set_defaults(func=_cmd_train_policy)
 
     d = sub.add_parser("demo", help="the main job end to end on shipped data, at a size for a laptop (~3 min)")
     d.add_argument("--out", default="clashx-demo", help="folder for the PNGs and summary.json (default clashx-demo)")

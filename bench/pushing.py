@@ -1,0 +1,299 @@
+"""Sequential pushing in the strike lab: policies trained in MuJoCo and in clashx, and a planner (CLASH Table VII).
+
+    python bench/pushing.py [--lab PATH] [--routes 1,2,3] [--episodes 10] [--timesteps 3000000] [--draws 8]
+                            [--work DIR] [--seed 0] [--json OUT] [--plot OUT.png]
+
+1. Ten lab strikes on the semi-cylinder (`strike_lab.py --random 10 --seed 2 --reset-each` on `--lab`; on lab A
+   that is the shipped fit recording) identify both simulators, as `bench/cmaes.py` does:
+   mujoco  MuJoCo C, all 8 parameters by CMA-ES on the track-estimated velocities with clashx's objective,
+           then the slide's parameters refit on the ten rest poses;
+   clashx  the full pipeline (ground from the slides, two-stage identification through the surrogate,
+           re-distillation, fine-tuning), then the same rest-pose refit through the CPU hybrid.
+   The lab's parameter file is only ever handed to the lab itself.
+2. Each simulator is tabulated (`clashx.pushing.build_table`) at its identified values and at draws-1 draws
+   around them (σ: clashx's identification; MuJoCo's CMA-ES gives none, so both use the same σ and the
+   simulators differ only in their model and identified values).
+3. One brax-PPO policy per route per simulator: the same settings, budget and seed.
+4. Every policy runs closed loop in the lab, observing the noisy mocap pose; beside it, the receding-horizon
+   CMA-ES planner (`clashx.pushing.plan_strike`) over each simulator's table.  Start yaws: ROUTES.md.
+Trained policies and tables are kept in --work and reused when the run is repeated (resumable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cmaes  # noqa: E402  (the shared identification of bench/cmaes.py)
+
+from clashx.core._io import write_json  # noqa: E402
+from clashx.pushing import _planner, _routes  # noqa: E402
+from clashx.pushing._env import PushEnv  # noqa: E402
+from clashx.pushing._episode import policy_controller, run_episode  # noqa: E402
+from clashx.pushing._train import PPOConfig, load_policy, save_policy, train_policy  # noqa: E402
+from clashx.workflows._push_cmd import plot_curve, tabulate  # noqa: E402
+
+SIMS = ("mujoco", "clashx")
+CONTROLLERS = ("policy", "planner")
+METHOD_OF = {"mujoco": "mujoco_identified", "clashx": "clashx"}
+
+
+def load_lab_module():
+    """strike_lab.py of ../shared/lab, imported as a module (the rig)."""
+    path = cmaes.LAB_DIR / "strike_lab.py"
+    if not path.exists():
+        raise SystemExit(f"{path}: the strike lab is not here (bench/pushing.py needs ../shared/lab)")
+    spec = importlib.util.spec_from_file_location("strike_lab", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["strike_lab"] = mod  # its dataclasses look their module up while the file runs
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def identify(lab_path: str, work: str, seed: int) -> dict:
+    """{sim: (params, std, handler, details)} from ten lab strikes (module docstring, 1).
+
+    Kept in `work`/identified.json; a rerun whose tables are already in `work` reads it back (the tables then need
+    no handler).
+    """
+    saved = os.path.join(work, "identified.json")
+    if os.path.exists(saved) and all(os.path.exists(os.path.join(work, f"table_{s}.npz")) for s in SIMS):
+        with open(saved) as f:
+            raw = json.load(f)
+        if raw.get("lab") == os.path.abspath(lab_path) and raw.get("seed") == seed:
+            print(f"identification reused from {saved}", flush=True)
+            return {s: (np.asarray(raw[s]["params"]), np.asarray(raw[s]["std"]), None, raw[s]["details"]) for s in SIMS}
+    rec = cmaes.run_lab(_routes.SHAPE, lab_path, os.path.join(work, "fit.npz"), n=10, seed=2)
+    methods = cmaes.identify_methods(_routes.SHAPE, rec, None, {}, seed=seed)
+    std = np.asarray(methods["clashx"][2]["std"], np.float64)
+    out = {}
+    for sim in SIMS:
+        params, handler, details = methods[METHOD_OF[sim]]
+        out[sim] = (np.asarray(params, np.float64), std, handler, details)
+    record = {s: {"params": out[s][0].tolist(), "std": std.tolist(), "details": out[s][3]} for s in SIMS}
+    write_json(saved, record | {"lab": os.path.abspath(lab_path), "seed": seed})
+    return out
+
+
+def train_all(ident: dict, routes, config: PPOConfig, draws: int, work: str, seed: int) -> tuple[dict, dict]:
+    """Tables and policies per simulator and route (reused from `work` when there)."""
+    tables, policies = {}, {}
+    for sim in SIMS:
+        params, std, handler, _ = ident[sim]
+        t0 = time.perf_counter()
+        tables[sim] = tabulate(
+            sim, params, std, draws, handler=handler, model_name="bench", seed=seed,
+            cache=os.path.join(work, f"table_{sim}.npz"),
+        )  # fmt: skip
+        print(f"{sim}: table of {tables[sim].draws} draws in {time.perf_counter() - t0:.0f} s", flush=True)
+        for r in routes:
+            folder = os.path.join(work, f"policy_{sim}_route{r}")
+            if os.path.exists(os.path.join(folder, "policy.json")):
+                policies[sim, r] = load_policy(folder)
+                print(f"{sim} route {r}: reused {folder}", flush=True)
+                continue
+            env = PushEnv(_routes.route(r), tables[sim], randomize=draws > 1)
+
+            def progress(steps, m, sim=sim, r=r):
+                print(
+                    f"  {sim} route {r}: {steps:>9d} strikes, return {m['return']:.2f}, "
+                    f"success {m['success']:.2f}, sub-goals {m['reached']:.2f}",
+                    flush=True,
+                )
+
+            pol = train_policy(env, config, progress=progress)
+            save_policy(pol, folder)
+            plot_curve(pol, os.path.join(folder, "curve.png"))
+            policies[sim, r] = pol
+            print(f"{sim} route {r}: {pol.info['env_steps']} strikes in {pol.info['wall_s']:.0f} s", flush=True)
+    return tables, policies
+
+
+def planner_controller(table, r, config, seed):
+    """The receding-horizon CMA-ES planner as a controller (a fresh key every strike)."""
+    import jax.numpy as jnp
+
+    from clashx.pushing._env import Task
+
+    count = [0]
+
+    def act(task: Task, seen: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        now = Task(pose=jnp.asarray(seen, jnp.float32), goal=task.goal, used=task.used, draw=task.draw)
+        a, _ = _planner.plan_strike(table, r, now, config, key=jax.random.PRNGKey(seed * 100_003 + count[0]))
+        return np.asarray(a)
+
+    return act
+
+
+def evaluate(lab_mod, lab_path, tables, policies, routes, episodes, controllers, seed) -> dict:
+    """Closed-loop episodes in the lab: {route: {sim: {controller: {...scores, episodes}}}}."""
+    lab_params = lab_mod.LabParams.load(lab_path)
+    out: dict = {}
+    for rn in routes:
+        r = _routes.route(rn)
+        yaws = _routes.evaluation_yaws(rn, episodes)
+        out[rn] = {}
+        for sim in SIMS:
+            out[rn][sim] = {}
+            for ctrl in controllers:
+                t0 = time.perf_counter()
+                act = (
+                    policy_controller(policies[sim, rn], r)
+                    if ctrl == "policy"
+                    else planner_controller(tables[sim], r, _planner.PlannerConfig(), seed)
+                )
+                eps = []
+                for yaw in yaws:
+                    lab = lab_mod.Lab(_routes.SHAPE, lab_params, start=(0.0, 0.0, float(yaw)))
+                    try:
+                        eps.append(run_episode(act, lab.strike, r, np.array([0.0, 0.0, yaw])))
+                    finally:
+                        lab.close()
+                score = _routes.table_vii([e["reached"] for e in eps], [e["success"] for e in eps], r.n_goals)
+                score |= {
+                    "strikes": [e["strikes"] for e in eps],
+                    "out": int(sum(e["out"] for e in eps)),
+                    "eval_s": time.perf_counter() - t0,
+                    "paths": [e["poses"].tolist() for e in eps],
+                }
+                out[rn][sim][ctrl] = score
+                print(
+                    f"route {rn}, {ctrl} in {sim}: SR {score['sr_text']}, SGCR {score['sgcr_text']} "
+                    f"({score['eval_s']:.0f} s)",
+                    flush=True,
+                )
+    return out
+
+
+def table_text(result: dict, routes, controllers) -> str:
+    """CLASH Table VII's layout: a row per controller and simulator, SR and SGCR per route."""
+    head = "| controller, trained / planned in | " + " | ".join(f"route {r} SR | route {r} SGCR" for r in routes)
+    lines = [head + " |", "|---|" + "---|---|" * len(routes)]
+    for ctrl in controllers:
+        for sim in SIMS:
+            cells = [f"{result[r][sim][ctrl]['sr_text']} | {result[r][sim][ctrl]['sgcr_text']}" for r in routes]
+            lines.append(f"| {ctrl}, {sim} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_paths(result: dict, routes, controllers, path: str) -> None:
+    """Each route's lab episodes as paths over the corridor and sub-goals, one panel per controller and simulator."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = [(c, s) for c in controllers for s in SIMS]
+    fig, axes = plt.subplots(len(routes), len(cols), figsize=(4.2 * len(cols), 2.6 * len(routes)), squeeze=False)
+    for i, rn in enumerate(routes):
+        r = _routes.route(rn)
+        goals = np.asarray(r.goals)
+        for j, (ctrl, sim) in enumerate(cols):
+            ax = axes[i, j]
+            lo, hi = _routes.SAFE_LOW, _routes.SAFE_HIGH
+            ax.add_patch(plt.Rectangle(lo, hi[0] - lo[0], hi[1] - lo[1], fill=False, ls="--", color="0.5"))
+            res = result[rn][sim][ctrl]
+            for p in res["paths"]:
+                p = np.asarray(p)
+                ax.plot(p[:, 0], p[:, 1], "-", lw=0.8, alpha=0.7)
+                ax.plot(p[-1, 0], p[-1, 1], "k.", ms=3)
+            for k, g in enumerate(goals):
+                ax.add_patch(plt.Circle(g[:2], _routes.GOAL_TOL, color="tab:red", alpha=0.25))
+                ax.annotate(str(k + 1), g[:2], ha="center", va="center", fontsize=7)
+            ax.set_xlim(lo[0] - 0.05, hi[0] + 0.05)
+            ax.set_ylim(lo[1] - 0.05, hi[1] + 0.05)
+            ax.set_aspect("equal")
+            ax.set_title(f"route {rn}, {ctrl} ({sim}): SR {res['sr_text']}", fontsize=8)
+            ax.tick_params(labelsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lab", default=str(cmaes.LAB_DIR / "lab_a.json"), help="the lab's JSON (handed to the lab only)")
+    ap.add_argument("--routes", default="1,2,3")
+    ap.add_argument("--episodes", type=int, default=10)
+    ap.add_argument("--timesteps", type=int, default=3_000_000, help="PPO strikes per policy")
+    ap.add_argument("--draws", type=int, default=8, help="parameter draws for domain randomisation (1: none)")
+    ap.add_argument("--controllers", default="policy,planner")
+    ap.add_argument("--work", default="bench-pushing", help="folder for the fit recording, tables and policies")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json")
+    ap.add_argument("--plot")
+    a = ap.parse_args()
+    routes = [int(v) for v in a.routes.split(",")]
+    for rn in routes:
+        _routes.route(rn)
+    controllers = [c for c in a.controllers.split(",") if c]
+    bad = [c for c in controllers if c not in CONTROLLERS]
+    if bad:
+        raise SystemExit(f"--controllers: unknown {bad}; expected some of {', '.join(CONTROLLERS)}")
+    if not os.path.exists(a.lab):
+        raise SystemExit(f"--lab {a.lab}: no such file")
+    os.makedirs(a.work, exist_ok=True)
+    lab_mod = load_lab_module()
+    print(f"device: {jax.devices()[0].platform}, {os.cpu_count()} CPUs; lab {a.lab}", flush=True)
+
+    t0 = time.perf_counter()
+    ident = identify(a.lab, a.work, a.seed)
+    ident_s = time.perf_counter() - t0
+    for sim in SIMS:
+        print(f"{sim} identified: {np.round(ident[sim][0], 4).tolist()}", flush=True)
+
+    config = PPOConfig(timesteps=a.timesteps, seed=a.seed)
+    t0 = time.perf_counter()
+    tables, policies = train_all(ident, routes, config, a.draws, a.work, a.seed)
+    train_s = time.perf_counter() - t0
+    result = evaluate(lab_mod, a.lab, tables, policies, routes, a.episodes, controllers, a.seed)
+    text = table_text(result, routes, controllers)
+    print(text)
+    cost = {
+        f"{sim}_route{r}": {k: policies[sim, r].info.get(k) for k in ("env_steps", "wall_s", "first_eval_s")}
+        for sim in SIMS
+        for r in routes
+    }
+    print(f"identification {ident_s:.0f} s; tables and training {train_s:.0f} s in all (this run)")
+    for k, v in cost.items():
+        print(f"  {k}: {v['env_steps']} strikes, {v['wall_s']:.0f} s")
+    if a.json:
+        slim = {
+            str(r): {sim: {c: {k: v for k, v in result[r][sim][c].items() if k != "paths"} for c in controllers}
+                     | {"sr": result[r][sim]["policy"]["sr"] if "policy" in controllers else None,
+                        "sgcr": result[r][sim]["policy"]["sgcr"] if "policy" in controllers else None}
+                     for sim in SIMS}
+            for r in routes
+        }  # fmt: skip
+        write_json(
+            a.json,
+            {
+                "routes": slim,
+                "paths": {str(r): {sim: {c: result[r][sim][c]["paths"] for c in controllers} for sim in SIMS}
+                          for r in routes},
+                "training": cost,
+                "identified": {sim: {"params": ident[sim][0].tolist(), "std": ident[sim][1].tolist()} for sim in SIMS},
+                "identify_s": ident_s,
+                "train_s": train_s,
+                "config": dataclasses.asdict(config) | {"draws": a.draws},
+                "lab": os.path.abspath(a.lab),
+                "table": text,
+            },
+        )  # fmt: skip
+    if a.plot:
+        plot_paths(result, routes, controllers, a.plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""One closed-loop pushing episode on a rig: a controller chooses each strike from the observed pose.
+
+The rig is any `strike(theta, theta1, v_pre) -> dict` that acts on the block
+where it lies and returns, as the strike lab (`strike_lab.Lab.strike`) does,
+its motion-capture track `block_pose` (n, 3) and the rest pose `final_pose`
+(3,).  The controller sees what a real rig gives: the last sample of the
+previous strike's track (noisy; the start pose before the first strike) and
+the current sub-goal.  Success and sub-goals are scored on the rest pose with
+the route's rule (`_routes.advance`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..scenes import _geometry as geo
+from . import _routes
+from ._env import Task, observe
+
+Controller = Callable[[Task, np.ndarray], np.ndarray]  # (task, observed pose) -> action in [-1, 1]^3
+Rig = Callable[[float, float, float], dict[str, Any]]
+
+
+def policy_controller(policy, r: _routes.Route) -> Controller:
+    """A controller from a trained policy (`clashx.pushing.Policy`): its deterministic action."""
+
+    def act(task: Task, seen: np.ndarray) -> np.ndarray:
+        return np.asarray(policy.act(observe(r, task, jnp.asarray(seen, jnp.float32))))
+
+    return act
+
+
+def run_episode(act: Controller, strike: Rig, r: _routes.Route, start: np.ndarray) -> dict[str, Any]:
+    """Run one episode of route `r` from rest pose `start` (x, y, yaw) until it ends.
+
+    Returns:
+        {"success", "reached" (sub-goals), "strikes", "out", "poses" (rest poses, (k + 1, 3), start first),
+        "seen" (observed poses), "actions"}.
+    """
+    start = np.asarray(start, np.float64)
+    task = Task(
+        pose=jnp.asarray(start, jnp.float32),
+        goal=jnp.asarray(0, jnp.int32),
+        used=jnp.asarray(0, jnp.int32),
+        draw=jnp.asarray(0, jnp.int32),
+    )
+    seen, poses, seen_all, actions = start, [start], [start], []
+    success = out = False
+    while True:
+        a = np.clip(np.asarray(act(task, seen), np.float64), -1.0, 1.0)
+        lo, hi = np.asarray(geo.STRIKE_LOW), np.asarray(geo.STRIKE_HIGH)
+        s = np.clip(lo + 0.5 * (a + 1.0) * (hi - lo), lo, hi)  # float64: a float32 strike can step past a range
+        rec = strike(*map(float, s))
+        rest = np.asarray(rec["final_pose"], np.float64)
+        seen = np.asarray(rec["block_pose"], np.float64)[-1]
+        used = int(task.used) + 1
+        o = _routes.advance(r, task.goal, jnp.asarray(used), jnp.asarray(rest, jnp.float32))
+        task = Task(pose=jnp.asarray(rest, jnp.float32), goal=o.goal, used=jnp.asarray(used), draw=task.draw)
+        actions.append(a)
+        poses.append(rest)
+        seen_all.append(seen)
+        if bool(o.done):
+            success, out = bool(o.success), bool(o.out)
+            break
+    return {
+        "success": success,
+        "reached": int(task.goal),
+        "strikes": int(task.used),
+        "out": out,
+        "poses": np.stack(poses),
+        "seen": np.stack(seen_all),
+        "actions": np.stack(actions),
+    }

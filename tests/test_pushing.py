@@ -1,0 +1,229 @@
+"""Sequential pushing: the environment against the simulator, the task's rules, PPO training, reload, the planner."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from clashx.pushing import _planner, _response, _routes
+from clashx.pushing._env import PushEnv, Task, observe
+from clashx.pushing._episode import policy_controller, run_episode
+from clashx.pushing._train import PPOConfig, load_policy, save_policy, train_policy
+from clashx.scenes import _geometry as geo
+from clashx.scenes._spaces import strike_space
+
+NODE_TOL = 1e-6  # m, rad: the table at its grid points is the simulator (float32 storage)
+EXACT_TOL = 1e-5  # m, rad: the callback step against the direct rollout composed by hand (float32)
+# trilinear table against the simulator off the grid, m and rad (measured at μ2 = 0.3, 24 strikes)
+TABLE_POS_MEDIAN_TOL = 2e-3  # 1.2 mm measured
+TABLE_POS_MAX_TOL = 6e-3  # m: worst of 24 strikes (4.1 mm measured at μ2 = 0.3)
+TABLE_YAW_MEDIAN_TOL = 0.03  # rad (0.017 measured at μ2 = 0.3)
+TABLE_YAW_MAX_TOL = 0.2  # rad (0.11 measured)
+SMALL_GRID = (4, 3, 3)
+
+
+@pytest.fixture(scope="module")
+def mujoco():
+    """MuJoCo C's batched rest poses at the prior's centre with μ2 = 0.3 (a slide of a few cm)."""
+    space = strike_space()
+    params = np.asarray(space.vector(mu2=0.3), np.float64)
+    return _response.simulator("mujoco"), params
+
+
+def analytic_table(draws: int = 1) -> _response.StrikeTable:
+    """A made-up response on the production grid: the block moves along the strike and turns with θ1 (no sim)."""
+    strikes = _response.grid_strikes()
+    theta, theta1, v = strikes.T
+    reach = 0.12 * (v - 0.1)  # m, up to 0.084
+    direction = theta + math.pi + theta1  # pushed away from the struck point
+    local = np.stack([reach * np.cos(direction), reach * np.sin(direction), 2.0 * theta1 * v], 1)
+    values = np.broadcast_to(local.reshape(*_response.GRID, 3), (draws, *_response.GRID, 3))
+    return _response.StrikeTable(jnp.asarray(values, jnp.float32), jnp.zeros((draws, 8)), "mujoco")
+
+
+def test_table_and_env_step_match_the_simulator(mujoco):
+    rest_of, params = mujoco
+    table = _response.build_table(rest_of, params[None], "mujoco", grid=SMALL_GRID)
+    nodes = _response.grid_strikes(SMALL_GRID)
+    direct = rest_of(nodes, np.broadcast_to(params, (len(nodes), 8)))
+    u = (nodes - np.asarray(geo.STRIKE_LOW)) / (np.asarray(geo.STRIKE_HIGH) - np.asarray(geo.STRIKE_LOW))
+    actions = jnp.asarray(2.0 * u - 1.0, jnp.float32)
+    looked = jax.vmap(lambda a: _response.lookup(table, jnp.asarray(0), a))(actions)
+    np.testing.assert_allclose(np.asarray(looked), direct, atol=NODE_TOL)
+
+    # the exact step: the simulator through pure_callback, batched under vmap, composed with the pose
+    env = PushEnv(_routes.route(1), table, randomize=False, response=_response.exact_response(rest_of, params))
+    states = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(3), 4))
+    rng = np.random.default_rng(0)
+    acts = jnp.asarray(rng.uniform(-1, 1, (4, 3)), jnp.float32)
+    nxt = jax.jit(jax.vmap(env.step))(states, acts)
+    strikes = np.asarray(jax.vmap(_response.strike_of_action)(acts), np.float64)
+    local = rest_of(strikes, np.broadcast_to(params, (4, 8)))
+    start = np.asarray(states.pipeline_state.pose)
+    for i in range(4):
+        c, s = math.cos(start[i, 2]), math.sin(start[i, 2])
+        xy = start[i, :2] + np.array([[c, -s], [s, c]]) @ local[i, :2]
+        yaw = math.atan2(math.sin(start[i, 2] + local[i, 2]), math.cos(start[i, 2] + local[i, 2]))
+        np.testing.assert_allclose(np.asarray(nxt.pipeline_state.pose[i]), [*xy, yaw], atol=EXACT_TOL)
+    assert np.all(np.asarray(nxt.pipeline_state.used) == 1)
+
+
+def test_production_table_off_grid(mujoco):
+    rest_of, params = mujoco
+    table = _response.build_table(rest_of, params[None], "mujoco")
+    rng = np.random.default_rng(1)
+    actions = rng.uniform(-1, 1, (24, 3))
+    strikes = np.asarray(jax.vmap(_response.strike_of_action)(jnp.asarray(actions, jnp.float32)), np.float64)
+    direct = rest_of(strikes, np.broadcast_to(params, (24, 8)))
+    looked = np.asarray(jax.vmap(lambda a: _response.lookup(table, jnp.asarray(0), a))(jnp.asarray(actions)))
+    pos = np.linalg.norm(looked[:, :2] - direct[:, :2], axis=1)
+    yaw = np.abs(looked[:, 2] - direct[:, 2])
+    assert np.median(pos) < TABLE_POS_MEDIAN_TOL and np.max(pos) < TABLE_POS_MAX_TOL, pos
+    assert np.median(yaw) < TABLE_YAW_MEDIAN_TOL and np.max(yaw) < TABLE_YAW_MAX_TOL, yaw
+
+
+def _advance(route_number, goal, used, pose):
+    return _routes.advance(_routes.route(route_number), jnp.asarray(goal), jnp.asarray(used), jnp.asarray(pose))
+
+
+def test_reward_and_termination_by_hand():
+    # route 1: resting on the sub-goal after 3 of 12 strikes
+    o = _advance(1, 0, 3, [0.35, 0.0, 1.0])
+    assert bool(o.reached) and bool(o.done) and bool(o.success) and int(o.goal) == 1
+    np.testing.assert_allclose(float(o.reward), 1.0 + (12 - 3), rtol=1e-6)
+    # 0.05 m short: R1 only, not done
+    o = _advance(1, 0, 3, [0.30, 0.0, 0.0])
+    assert not bool(o.reached) and not bool(o.done)
+    np.testing.assert_allclose(float(o.reward), math.exp(-(0.05**2) / _routes.REWARD_SIGMA**2), rtol=1e-5)
+    # out of the corridor: R4, done, failed
+    o = _advance(1, 0, 2, [0.30, 0.26, 0.0])
+    assert bool(o.out) and bool(o.done) and not bool(o.success)
+    assert float(o.reward) < _routes.OUT_PENALTY + 1.0
+    # the budget spent without reaching
+    o = _advance(1, 0, 12, [0.1, 0.0, 0.0])
+    assert bool(o.done) and not bool(o.success)
+    # route 2: the first sub-goal reached makes the second current; the episode goes on
+    o = _advance(2, 0, 4, [0.21, 0.11, 2.0])
+    assert bool(o.reached) and int(o.goal) == 1 and not bool(o.done)
+    o = _advance(2, 1, 4, [0.21, 0.11, 2.0])  # the first sub-goal no longer counts
+    assert not bool(o.reached)
+    # route 3: the yaw counts, modulo 2π; R2 = (1 + cos Δyaw) / 2
+    assert not bool(_advance(3, 0, 1, [0.15, -0.08, math.pi / 2 + 0.6]).reached)
+    o = _advance(3, 0, 1, [0.15, -0.08, math.pi / 2 + 0.4 - 2 * math.pi])
+    assert bool(o.reached)
+    np.testing.assert_allclose(float(o.reward), 1.0 + 0.5 * (1 + math.cos(0.4)) + 29, rtol=1e-5)
+    # scoring and the evaluation start yaws of ROUTES.md
+    s = _routes.table_vii(np.array([1, 0, 2]), np.array([False, False, True]), 2)
+    assert s["sr_text"] == "1/3" and s["sgcr_text"] == "3/6"
+    np.testing.assert_array_equal(
+        _routes.evaluation_yaws(2), np.random.default_rng(1002).uniform(-math.pi, math.pi, 10)
+    )
+    np.testing.assert_array_equal(_routes.evaluation_yaws(3), np.zeros(10))
+
+
+def test_observation_is_in_the_block_frame():
+    r = _routes.route(1)
+    task = Task(jnp.asarray([0.35, 0.1, math.pi / 2]), jnp.asarray(0), jnp.asarray(3), jnp.asarray(0))
+    obs = np.asarray(observe(r, task))
+    # the sub-goal 0.1 m along world -y is 0.1 m along the block's -x when the block faces +y
+    np.testing.assert_allclose(obs[:2], [-1.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(obs[-1], (12 - 3) / 12, atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A tiny PPO run on route 1 over the analytic table, with two draws (randomisation on)."""
+    env = PushEnv(_routes.route(1), analytic_table(draws=2), randomize=True)
+    config = PPOConfig(timesteps=150_000, num_envs=256, batch_size=128, num_minibatches=4, evals=3, seed=0)
+    return env, train_policy(env, config)
+
+
+def _mean_return(env, act, episodes=64):
+    def episode(key):
+        s = env.reset(key)
+
+        def body(carry, k):
+            s, total, alive = carry
+            s2 = env.step(s, act(s.obs, k))
+            total = total + alive * s2.reward
+            return (s2, total, alive * (1.0 - s2.done)), None
+
+        (_, total, _), _ = jax.lax.scan(body, (s, 0.0, 1.0), jax.random.split(key, env.route.budget))
+        return total
+
+    return float(jnp.mean(jax.jit(jax.vmap(episode))(jax.random.split(jax.random.PRNGKey(7), episodes))))
+
+
+def test_training_beats_a_random_policy(trained):
+    env, policy = trained
+    random_return = _mean_return(env, lambda obs, k: jax.random.uniform(k, (3,), minval=-1, maxval=1))
+    trained_return = _mean_return(env, lambda obs, k: policy.act(obs))
+    assert trained_return > random_return + 2.0, (trained_return, random_return)
+    assert policy.curve and policy.info["env_steps"] >= 150_000
+
+
+def test_saved_policy_reloads_to_the_same_actions(trained, tmp_path):
+    _, policy = trained
+    save_policy(policy, str(tmp_path / "pol"))
+    again = load_policy(str(tmp_path / "pol"))
+    obs = jax.random.normal(jax.random.PRNGKey(0), (32, 13))
+    np.testing.assert_array_equal(np.asarray(again.act(obs)), np.asarray(policy.act(obs)))
+    assert again.route == 1 and again.curve == policy.curve
+    with pytest.raises(ValueError, match="policy.json"):
+        load_policy(str(tmp_path))
+
+
+def _table_rig(table, start):
+    """A rig made of the table itself: strikes act on the block where it lies (for the episode loop)."""
+    pose = [np.asarray(start, np.float64)]
+
+    def strike(theta, theta1, v_pre):
+        lo, hi = np.asarray(geo.STRIKE_LOW), np.asarray(geo.STRIKE_HIGH)
+        a = 2.0 * (np.array([theta, theta1, v_pre]) - lo) / (hi - lo) - 1.0
+        local = _response.lookup(table, jnp.asarray(0), jnp.asarray(a, jnp.float32))
+        pose[0] = np.asarray(_response.compose(jnp.asarray(pose[0], jnp.float32), local), np.float64)
+        return {"final_pose": pose[0], "block_pose": pose[0][None]}
+
+    return strike
+
+
+def test_planner_and_policy_episodes_on_a_known_rig(trained):
+    env, policy = trained
+    table = analytic_table()
+    r = _routes.route(1)
+    start = np.array([0.0, 0.0, 0.4])
+    config = _planner.PlannerConfig(generations=15)
+    count = [0]
+
+    def plan(task, seen):
+        count[0] += 1
+        now = Task(jnp.asarray(seen, jnp.float32), task.goal, task.used, task.draw)
+        return np.asarray(_planner.plan_strike(table, r, now, config, key=jax.random.PRNGKey(count[0]))[0])
+
+    ep = run_episode(plan, _table_rig(table, start), r, start)
+    assert ep["success"] and ep["reached"] == 1 and ep["strikes"] <= r.budget
+    assert np.linalg.norm(ep["poses"][-1, :2] - np.asarray(r.goals[0, :2])) <= _routes.GOAL_TOL
+    ep = run_episode(policy_controller(policy, r), _table_rig(table, start), r, start)
+    assert ep["strikes"] >= 1 and len(ep["poses"]) == ep["strikes"] + 1
+
+
+def test_train_policy_cli(tmp_path, mujoco):
+    from clashx.workflows._cli import main
+
+    space = strike_space()
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps({"params": dict(zip(space.names, mujoco[1].tolist(), strict=True))}))
+    out = tmp_path / "pol"
+    common = ["train-policy", "--route", "1", "--params", str(params), "--out", str(out)]
+    assert main([*common, "--sim", "mujoco", "--model", str(tmp_path)]) == 2  # mujoco takes no surrogate
+    assert main([*common, "--sim", "mujoco"]) == 2  # --draws 8 needs the file's std
+    assert not out.exists() or not any(out.iterdir())
+    assert main([*common, "--sim", "mujoco", "--draws", "1", "--timesteps", "20000"]) == 0
+    for name in ("policy.npz", "policy.json", "curve.png", "table.npz"):
+        assert (out / name).exists(), name
+    assert load_policy(str(out)).simulator == "mujoco"
