@@ -116,7 +116,8 @@ def test_reward_and_termination_by_hand():
     assert not bool(_advance(3, 0, 1, [0.15, -0.08, math.pi / 2 + 0.6]).reached)
     o = _advance(3, 0, 1, [0.15, -0.08, math.pi / 2 + 0.4 - 2 * math.pi])
     assert bool(o.reached)
-    np.testing.assert_allclose(float(o.reward), 1.0 + 0.5 * (1 + math.cos(0.4)) + 29, rtol=1e-5)
+    r1 = math.exp(-((_routes.YAW_LENGTH * 0.4) ** 2) / _routes.REWARD_SIGMA**2)
+    np.testing.assert_allclose(float(o.reward), r1 + 0.5 * (1 + math.cos(0.4)) + 29, rtol=1e-5)
     # scoring and the evaluation start yaws of ROUTES.md
     s = _routes.table_vii(np.array([1, 0, 2]), np.array([False, False, True]), 2)
     assert s["sr_text"] == "1/3" and s["sgcr_text"] == "3/6"
@@ -227,3 +228,17 @@ def test_train_policy_cli(tmp_path, mujoco):
     for name in ("policy.npz", "policy.json", "curve.png", "table.npz"):
         assert (out / name).exists(), name
     assert load_policy(str(out)).simulator == "mujoco"
+
+
+def test_param_draws_keep_the_identified_values_first_and_cap_sigma():
+    space = strike_space()
+    params = np.asarray(space.vector(mu2=0.3), np.float64)
+    low, high = np.asarray(space.low), np.asarray(space.high)
+    draws = _response.param_draws(params, 10.0 * (high - low), low, high, 64, key=jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(draws[0], params)
+    assert np.all(draws >= low) and np.all(draws <= high)
+    spread = np.std(draws[1:], axis=0) / (high - low)
+    # σ capped at SIGMA_CAP of the range (the sample std of 63 draws within 30 % of it; clipping only narrows it)
+    assert np.all(spread < 1.3 * _response.SIGMA_CAP) and np.all(spread > 0.3 * _response.SIGMA_CAP), spread
+    with pytest.raises(ValueError, match="σ"):
+        _response.param_draws(params, -np.ones(8), low, high, 4, key=jax.random.PRNGKey(0))

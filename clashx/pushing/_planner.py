@@ -44,7 +44,7 @@ class PlannerConfig(eqx.Module):
     population: int = eqx.field(static=True, default=32)
     generations: int = eqx.field(static=True, default=25)
     std_init: float = eqx.field(static=True, default=0.5)
-    yaw_weight: float = eqx.field(static=True, default=0.05)
+    yaw_weight: float = eqx.field(static=True, default=_routes.YAW_LENGTH)
 
 
 def sequence_cost(

@@ -19,8 +19,8 @@ to `TABLE_POS_MEDIAN_TOL` and `TABLE_POS_MAX_TOL`).  `exact_response` is the unt
 reached from jitted code through `jax.pure_callback` (batched under vmap).
 
 Domain randomisation (brax's `randomization_fn`, per episode): `param_draws`
-draws parameter vectors around the identified values with their identified σ,
-clipped into the prior; the table holds one response per draw and an episode
+draws parameter vectors around the identified values with their identified σ
+(capped at `SIGMA_CAP` of the prior's range), clipped into the prior; the table holds one response per draw and an episode
 picks one at reset.
 """
 
@@ -39,6 +39,7 @@ from ..scenes import _geometry as geo
 
 GRID = (25, 9, 13)  # points along θ, θ1, v_pre
 SIMULATORS = ("mujoco", "clashx")
+SIGMA_CAP = 0.1  # the largest σ of a domain-randomisation draw, in units of the parameter's prior range
 
 RestOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (strikes (n, 3), params (n, p)) -> rest poses (n, 3)
 
@@ -81,11 +82,17 @@ def grid_strikes(grid: tuple[int, int, int] = GRID) -> np.ndarray:
 
 
 def param_draws(params, std, low, high, k: int, *, key) -> np.ndarray:
-    """k parameter vectors: the identified `params` first, then k - 1 normal draws (σ = `std`) clipped into the prior."""
+    """k parameter vectors: the identified `params` first, then k - 1 normal draws around them, clipped into the prior.
+
+    The σ of a draw is the identified one, capped at `SIGMA_CAP` of the prior's range: ten strikes leave some
+    parameters unidentified (σ wider than their prior, e.g. μ1 and e1 from rest poses), and drawing those over
+    the whole prior gives simulators unlike any lab (blocks that slide for metres at the prior's corners).
+    """
     params = np.asarray(params, np.float64)
     std = np.asarray(std, np.float64)
     if not np.all(np.isfinite(std)) or np.any(std < 0):
         raise ValueError(f"parameter σ must be finite and non-negative, got {std.tolist()}")
+    std = np.minimum(std, SIGMA_CAP * (np.asarray(high) - np.asarray(low)))
     noise = np.asarray(jax.random.normal(key, (max(k - 1, 0), len(params))), np.float64)
     draws = np.clip(params + noise * std, np.asarray(low), np.asarray(high))
     return np.concatenate([params[None], draws], 0)

@@ -29,6 +29,7 @@ GOAL_TOL = 0.04  # m
 YAW_TOL = 0.5  # rad
 REWARD_SIGMA = 0.1  # m: σ of the dense position reward R1 = exp(-Δx² / σ²), about one strike's reach
 OUT_PENALTY = -10.0  # r0 of R4: resting outside the safe zone
+YAW_LENGTH = 0.05  # m per rad: where a sub-goal has a yaw, R1's Δx counts the yaw error at this length
 
 
 class Route(eqx.Module):
@@ -124,13 +125,15 @@ def advance(r: Route, goal: Int[Array, ""], used: Int[Array, ""], pose: Float[Ar
         pose: the block's rest pose after the strike, world (x, y, yaw).
 
     Returns:
-        The `Outcome`. R1 = exp(-Δx² / REWARD_SIGMA²) toward the sub-goal that was current; R2 = (1 + cos Δyaw) / 2
+        The `Outcome`. R1 = exp(-Δx² / REWARD_SIGMA²) toward the sub-goal that was current (Δx: the position
+        error, and where the sub-goal has a yaw the yaw error times YAW_LENGTH, so that the dense reward also
+        leads toward the orientation R2 pays for); R2 = (1 + cos Δyaw) / 2
         when a sub-goal with a yaw is reached; R3 = budget - used when a sub-goal is reached; R4 = OUT_PENALTY
         when the block rests outside the safe zone.
     """
     goal = jnp.asarray(goal, jnp.int32)
     g = r.goals[goal]
-    d2 = jnp.sum((pose[:2] - g[:2]) ** 2)
+    d2 = jnp.sum((pose[:2] - g[:2]) ** 2) + jnp.where(r.has_yaw[goal], (YAW_LENGTH * wrap(pose[2] - g[2])) ** 2, 0.0)
     hit = reached(r, goal, pose)
     out = ~in_safe_zone(pose)
     r1 = jnp.exp(-d2 / REWARD_SIGMA**2)
