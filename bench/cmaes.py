@@ -103,12 +103,15 @@ def fit_events(rec: dict, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
 SLIDE_REFIT = ("mu2", "torsion", "com_x", "com_y")  # what ten rest poses inform: the slide's parameters
 
 
-def identify_methods(shape: str, rec: dict, models: str | None, sims: dict, *, seed: int) -> dict:
+def identify_methods(
+    shape: str, rec: dict, models: str | None, sims: dict, *, seed: int, yaw_weight: float = 0.035
+) -> dict:
     """{method: (params, handler or None, details)} for the MBO methods.
 
     clashx: its two-stage pipeline on the fit tracks (`clashx.learn._lab_fit`), fine-tuned; MuJoCo identified:
     CMA-ES on MuJoCo C with clashx's objective (the same labels, ground friction and priors).  Both then
-    refit the slide's parameters on the fit strikes' rest poses (`identify_from_rest`, the same CMA-ES).
+    refit the slide's parameters on the fit strikes' rest poses (`identify_from_rest`, the same CMA-ES, the same
+    `yaw_weight`: metres of rest-pose error one radian of yaw costs).
     """
     hs = _optimize.cached_hybrid(sims, shape)  # the scenes the CMA-ES evaluators use too
     sim = hs.sim
@@ -124,7 +127,9 @@ def identify_methods(shape: str, rec: dict, models: str | None, sims: dict, *, s
     def rest_h(s, p):
         return _hybrid.hybrid_rollouts_c(hs, tuned, s, p).rest_pose
 
-    p_h, loss_h = _optimize.identify_from_rest(rest_h, sim.space, lab.params, strikes, rest, key=key, free=SLIDE_REFIT)
+    p_h, loss_h = _optimize.identify_from_rest(
+        rest_h, sim.space, lab.params, strikes, rest, key=key, free=SLIDE_REFIT, yaw_weight=yaw_weight
+    )
     out["clashx_velocity"] = (lab.params, tuned, {"params": lab.params.tolist()})
     out["clashx"] = (
         p_h,
@@ -150,7 +155,9 @@ def identify_methods(shape: str, rec: dict, models: str | None, sims: dict, *, s
     def rest_c(s, p):
         return _strike.simulate_strikes_c(sim, s, p).rest_pose
 
-    p_c, loss_c = _optimize.identify_from_rest(rest_c, sim.space, cma.params, strikes, rest, key=key, free=SLIDE_REFIT)
+    p_c, loss_c = _optimize.identify_from_rest(
+        rest_c, sim.space, cma.params, strikes, rest, key=key, free=SLIDE_REFIT, yaw_weight=yaw_weight
+    )
     out["mujoco_identified_velocity"] = (np.asarray(cma.params), None, {"params": cma.params.tolist()})
     out["mujoco_identified"] = (
         p_c,

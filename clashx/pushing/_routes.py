@@ -29,7 +29,7 @@ GOAL_TOL = 0.04  # m
 YAW_TOL = 0.5  # rad
 REWARD_SIGMA = 0.1  # m: σ of the dense position reward R1 = exp(-Δx² / σ²), about one strike's reach
 OUT_PENALTY = -10.0  # r0 of R4: resting outside the safe zone
-YAW_LENGTH = 0.05  # m per rad: where a sub-goal has a yaw, R1's Δx counts the yaw error at this length
+YAW_LENGTH = 0.1  # m per rad: where a sub-goal has a yaw, R1's Δx counts the yaw error at this length
 
 
 class Route(eqx.Module):

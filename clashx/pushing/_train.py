@@ -164,18 +164,21 @@ def train_policy(
 
     Returns:
         The `Policy`, with its curve and cost (`info`: steps, wall seconds, seconds spent compiling before the
-        first evaluation).
+        first evaluation, and the last evaluation's success rate and sub-goals per episode in the simulator).
     """
     config.check()
     curve: list[tuple[int, float]] = []
     t0 = time.perf_counter()
     first: list[float] = []
+    last: dict[str, float] = {}
 
     def on_eval(steps, metrics):
         if not first:
             first.append(time.perf_counter() - t0)
         ret = float(metrics.get("eval/episode_reward", np.nan))
         curve.append((int(steps), ret))
+        last["success"] = float(metrics.get("eval/episode_success", np.nan))
+        last["reached"] = float(metrics.get("eval/episode_reached", np.nan))
         if progress is not None:
             progress(
                 int(steps),
@@ -189,7 +192,13 @@ def train_policy(
     with _brax_on_jax_0_10():
         _, params, _ = _run_ppo(env, config, on_eval)
     wall = time.perf_counter() - t0
-    info = {"env_steps": int(curve[-1][0]) if curve else 0, "wall_s": wall, "first_eval_s": first[0] if first else 0}
+    info = {
+        "env_steps": int(curve[-1][0]) if curve else 0,
+        "wall_s": wall,
+        "first_eval_s": first[0] if first else 0,
+        "sim_success": last.get("success", float("nan")),  # brax's last evaluation, in the training simulator
+        "sim_reached": last.get("reached", float("nan")),
+    }
     return Policy(config, (params[0], params[1]), env.route.number, env.backend, curve, info)
 
 
