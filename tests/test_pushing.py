@@ -50,7 +50,7 @@ def test_table_and_env_step_match_the_simulator(mujoco):
     rest_of, params = mujoco
     table = _response.build_table(rest_of, params[None], "mujoco", grid=SMALL_GRID)
     nodes = _response.grid_strikes(SMALL_GRID)
-    direct = rest_of(nodes, np.broadcast_to(params, (len(nodes), 8)))
+    direct = rest_of(nodes, params)
     u = (nodes - np.asarray(geo.STRIKE_LOW)) / (np.asarray(geo.STRIKE_HIGH) - np.asarray(geo.STRIKE_LOW))
     actions = jnp.asarray(2.0 * u - 1.0, jnp.float32)
     looked = jax.vmap(lambda a: _response.lookup(table, jnp.asarray(0), a))(actions)
@@ -63,7 +63,7 @@ def test_table_and_env_step_match_the_simulator(mujoco):
     acts = jnp.asarray(rng.uniform(-1, 1, (4, 3)), jnp.float32)
     nxt = jax.jit(jax.vmap(env.step))(states, acts)
     strikes = np.asarray(jax.vmap(_response.strike_of_action)(acts), np.float64)
-    local = rest_of(strikes, np.broadcast_to(params, (4, 8)))
+    local = rest_of(strikes, params)
     start = np.asarray(states.pipeline_state.pose)
     for i in range(4):
         c, s = math.cos(start[i, 2]), math.sin(start[i, 2])
@@ -79,7 +79,7 @@ def test_production_table_off_grid(mujoco):
     rng = np.random.default_rng(1)
     actions = rng.uniform(-1, 1, (24, 3))
     strikes = np.asarray(jax.vmap(_response.strike_of_action)(jnp.asarray(actions, jnp.float32)), np.float64)
-    direct = rest_of(strikes, np.broadcast_to(params, (24, 8)))
+    direct = rest_of(strikes, params)
     looked = np.asarray(jax.vmap(lambda a: _response.lookup(table, jnp.asarray(0), a))(jnp.asarray(actions)))
     pos = np.linalg.norm(looked[:, :2] - direct[:, :2], axis=1)
     yaw = np.abs(looked[:, 2] - direct[:, 2])

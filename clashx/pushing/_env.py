@@ -31,6 +31,7 @@ import jax.numpy as jnp
 from brax.envs.base import Env, State
 
 from ..core._types import Array, Float, Int
+from ..optimize._optimize import to_start_frame
 from . import _routes
 from ._response import StrikeTable, compose, lookup
 
@@ -59,22 +60,17 @@ def observe(r: _routes.Route, task: Task, pose: Float[Array, "3"] | None = None)
     pose = task.pose if pose is None else pose
     g = jnp.minimum(task.goal, r.n_goals - 1)
     nxt = jnp.minimum(task.goal + 1, r.n_goals - 1)
-    c, s = jnp.cos(pose[2]), jnp.sin(pose[2])
-
-    def local(xy):
-        d = xy - pose[:2]
-        return jnp.stack([c * d[0] + s * d[1], -s * d[0] + c * d[1]]) / _routes.REWARD_SIGMA
-
+    here = to_start_frame(r.goals[g], pose)  # the sub-goal in the block's frame
+    then = to_start_frame(r.goals[nxt], pose)
     yaw_on = r.has_yaw[g].astype(jnp.float32)
-    dyaw = r.goals[g, 2] - pose[2]
     return jnp.concatenate(
         [
-            local(r.goals[g, :2]),
-            local(r.goals[nxt, :2]),
-            yaw_on * jnp.stack([jnp.cos(dyaw), jnp.sin(dyaw)]),
+            here[:2] / _routes.REWARD_SIGMA,
+            then[:2] / _routes.REWARD_SIGMA,
+            yaw_on * jnp.stack([jnp.cos(here[2]), jnp.sin(here[2])]),
             yaw_on[None],
             pose[:2] / CORRIDOR_SCALE,
-            jnp.stack([c, s]),
+            jnp.stack([jnp.cos(pose[2]), jnp.sin(pose[2])]),
             jnp.stack([task.goal / r.n_goals, (r.budget - task.used) / r.budget]).astype(jnp.float32),
         ]
     )

@@ -17,9 +17,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from ..scenes import _geometry as geo
+from ..optimize._optimize import clip_to_ranges
 from . import _routes
 from ._env import Task, observe
+from ._response import strike_of_action
 
 Controller = Callable[[Task, np.ndarray], np.ndarray]  # (task, observed pose) -> action in [-1, 1]^3
 Rig = Callable[[float, float, float], dict[str, Any]]
@@ -52,8 +53,7 @@ def run_episode(act: Controller, strike: Rig, r: _routes.Route, start: np.ndarra
     success = out = False
     while True:
         a = np.clip(np.asarray(act(task, seen), np.float64), -1.0, 1.0)
-        lo, hi = np.asarray(geo.STRIKE_LOW), np.asarray(geo.STRIKE_HIGH)
-        s = np.clip(lo + 0.5 * (a + 1.0) * (hi - lo), lo, hi)  # float64: a float32 strike can step past a range
+        s = clip_to_ranges(strike_of_action(jnp.asarray(a, jnp.float32)))  # float32 can step past a range
         rec = strike(*map(float, s))
         rest = np.asarray(rec["final_pose"], np.float64)
         seen = np.asarray(rec["block_pose"], np.float64)[-1]

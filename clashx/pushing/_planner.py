@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from evosax.algorithms import CMA_ES
 
 from ..core._types import Array, Float, Int, PRNGKeyArray
+from ..optimize._optimize import pose_error
 from . import _routes
 from ._env import Task
 from ._response import StrikeTable, compose, lookup
@@ -56,8 +57,8 @@ def sequence_cost(
 
     def strike(pose, a):
         pose = compose(pose, lookup(table, draw, a))
-        c = jnp.linalg.norm(pose[:2] - g[:2])
-        c = c + jnp.where(yaw_on, yaw_weight * jnp.abs(_routes.wrap(pose[2] - g[2])), 0.0)
+        pos, yaw = pose_error(pose, g)
+        c = pos + jnp.where(yaw_on, yaw_weight * yaw, 0.0)
         c = c + jnp.where(_routes.in_safe_zone(pose), 0.0, OUT_COST)
         return pose, c
 

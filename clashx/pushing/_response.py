@@ -35,13 +35,15 @@ import numpy as np
 from jax.scipy.ndimage import map_coordinates
 
 from ..core._types import Array, Float, Int
+from ..optimize._optimize import clip_to_ranges, make_evaluator, strikes_of_unit, to_world
 from ..scenes import _geometry as geo
 
 GRID = (25, 9, 13)  # points along θ, θ1, v_pre
 SIMULATORS = ("mujoco", "clashx")
 SIGMA_CAP = 0.1  # the largest σ of a domain-randomisation draw, in units of the parameter's prior range
 
-RestOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (strikes (n, 3), params (n, p)) -> rest poses (n, 3)
+RestOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (strikes (n, 3), params (p,)) -> rest poses (n, 3)
+ENGINE_OF = {"mujoco": "mujoco-c-two-phase", "clashx": "cpu-hybrid"}  # clashx.optimize's evaluators
 
 
 class StrikeTable(eqx.Module):
@@ -70,8 +72,7 @@ def unit_of_action(action: Float[Array, "3"]) -> Float[Array, "3"]:
 
 def strike_of_action(action: Float[Array, "3"]) -> Float[Array, "3"]:
     """An action in [-1, 1]³ (clipped) as a strike (θ, θ1, v_pre) within SCENE.md's ranges."""
-    lo, hi = jnp.asarray(geo.STRIKE_LOW), jnp.asarray(geo.STRIKE_HIGH)
-    return lo + unit_of_action(action) * (hi - lo)
+    return strikes_of_unit(unit_of_action(action))
 
 
 def grid_strikes(grid: tuple[int, int, int] = GRID) -> np.ndarray:
@@ -109,7 +110,7 @@ def build_table(
     """Simulate the grid of strikes once per parameter draw.
 
     Args:
-        rest_of: batched host simulator, (strikes (n, 3), params (n, p)) → rest poses (n, 3) in the start frame.
+        rest_of: batched host simulator, (strikes (n, 3), params (p,)) → rest poses (n, 3) in the start frame.
         draws: (k, p) parameter vectors (`param_draws`).
         simulator: the name recorded with the table.
         grid: points along θ, θ1 and v_pre.
@@ -124,7 +125,7 @@ def build_table(
     draws = np.atleast_2d(np.asarray(draws, np.float64))
     values = []
     for i, p in enumerate(draws):
-        rest = np.asarray(rest_of(strikes, np.broadcast_to(p, (len(strikes), len(p)))), np.float64)
+        rest = np.asarray(rest_of(strikes, p), np.float64)
         if not np.all(np.isfinite(rest)):
             raise RuntimeError(f"the {simulator} simulator gave a non-finite rest pose for parameter draw {i}")
         values.append(rest.reshape(*grid, 3))
@@ -150,9 +151,7 @@ def exact_response(rest_of: RestOf, params) -> Callable[[Float[Array, "3"]], Flo
     params = np.asarray(params, np.float64)
 
     def host(strikes):
-        s = np.asarray(strikes, np.float64).reshape(-1, 3)
-        s = np.clip(s, geo.STRIKE_LOW, geo.STRIKE_HIGH)
-        out = rest_of(s, np.broadcast_to(params, (len(s), len(params))))
+        out = rest_of(clip_to_ranges(np.reshape(strikes, (-1, 3))), params)
         return np.asarray(out, np.float32).reshape(np.shape(strikes))
 
     def respond(action):
@@ -165,33 +164,28 @@ def exact_response(rest_of: RestOf, params) -> Callable[[Float[Array, "3"]], Flo
 
 
 def compose(pose: Float[Array, "3"], local: Float[Array, "3"]) -> Float[Array, "3"]:
-    """The world pose of `local` (a pose in the frame of `pose`)."""
-    c, s = jnp.cos(pose[2]), jnp.sin(pose[2])
-    xy = pose[:2] + jnp.stack([c * local[0] - s * local[1], s * local[0] + c * local[1]])
-    yaw = jnp.arctan2(jnp.sin(pose[2] + local[2]), jnp.cos(pose[2] + local[2]))
-    return jnp.concatenate([xy, yaw[None]])
+    """The world pose of `local` (a pose in the frame of `pose`): `clashx.optimize`'s `to_world`."""
+    return to_world(local, pose)
 
 
-def simulator(kind: str, params=None, *, handler=None, sims: dict | None = None) -> RestOf:
+def simulator(kind: str, *, handler=None, sims: dict | None = None) -> RestOf:
     """The batched host simulator of `kind` on the semi-cylinder: rest poses (start frame) of strikes.
 
-    "mujoco": MuJoCo C with full contact (1 ms steps until release, then the slide; what `clashx generate`
-    simulates).  "clashx": the CPU hybrid (MuJoCo C with `handler`, a surrogate, as the striker-block contact).
+    `clashx.optimize`'s evaluators: "mujoco" is MuJoCo C with full contact (1 ms steps until release, then the
+    slide; what `clashx generate` simulates), "clashx" the CPU hybrid (MuJoCo C with `handler`, a surrogate, as
+    the striker-block contact).  `sims` caches the scenes across calls.
     """
-    from ..hybrid import _hybrid
-    from ..optimize import _optimize
-    from ..scenes import _scenes, _strike
-
+    if kind not in ENGINE_OF:
+        raise ValueError(f"--sim {kind!r}: expected one of {', '.join(SIMULATORS)}")
+    if kind == "clashx" and handler is None:
+        raise ValueError("the clashx simulator needs a surrogate (--model RUN, or the shipped one)")
     sims = {} if sims is None else sims
-    if kind == "mujoco":
-        sim = _optimize.cached_scene(sims, "semi-cylinder", _scenes.SolverSettings().dt_slide)
-        return lambda s, p: np.asarray(_strike.simulate_strikes_c(sim, s, p).rest_pose)
-    if kind == "clashx":
-        if handler is None:
-            raise ValueError("the clashx simulator needs a surrogate (--model RUN, or the shipped one)")
-        hs = _optimize.cached_hybrid(sims, "semi-cylinder")
-        return lambda s, p: np.asarray(_hybrid.hybrid_rollouts_c(hs, handler, s, p).rest_pose)
-    raise ValueError(f"--sim {kind!r}: expected one of {', '.join(SIMULATORS)}")
+
+    def rest_of(strikes: np.ndarray, params: np.ndarray) -> np.ndarray:
+        evaluate, _ = make_evaluator(ENGINE_OF[kind], "semi-cylinder", params, handler=handler, sims=sims)
+        return np.asarray(evaluate(strikes))
+
+    return rest_of
 
 
 def save_table(table: StrikeTable, path: str, meta: dict) -> None:

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core._types import Array, Bool, Float, Int
+from ..optimize._optimize import pose_error
 
 SHAPE = "semi-cylinder"
 SAFE_LOW = (-0.15, -0.25)  # m, the corridor's x and y bounds (block frame origin)
@@ -76,11 +77,6 @@ def evaluation_yaws(number: int, episodes: int = 10) -> np.ndarray:
     return np.random.default_rng(1000 + number).uniform(-math.pi, math.pi, episodes)
 
 
-def wrap(angle):
-    """Angle wrapped into (-π, π]."""
-    return jnp.arctan2(jnp.sin(angle), jnp.cos(angle))
-
-
 def in_safe_zone(pose: Float[Array, "3"]) -> Bool[Array, ""]:
     """Whether the block frame's origin lies in the corridor."""
     lo, hi = jnp.asarray(SAFE_LOW), jnp.asarray(SAFE_HIGH)
@@ -89,10 +85,8 @@ def in_safe_zone(pose: Float[Array, "3"]) -> Bool[Array, ""]:
 
 def reached(r: Route, goal: Int[Array, ""], pose: Float[Array, "3"]) -> Bool[Array, ""]:
     """Whether `pose` reaches sub-goal `goal` (position within GOAL_TOL, yaw within YAW_TOL where asked)."""
-    g = r.goals[goal]
-    near = jnp.linalg.norm(pose[:2] - g[:2]) <= GOAL_TOL
-    turned = jnp.abs(wrap(pose[2] - g[2])) <= YAW_TOL
-    return near & (turned | ~r.has_yaw[goal])
+    pos, yaw = pose_error(pose, r.goals[goal])
+    return (pos <= GOAL_TOL) & ((yaw <= YAW_TOL) | ~r.has_yaw[goal])
 
 
 class Outcome(eqx.Module):
@@ -133,7 +127,8 @@ def advance(r: Route, goal: Int[Array, ""], used: Int[Array, ""], pose: Float[Ar
     """
     goal = jnp.asarray(goal, jnp.int32)
     g = r.goals[goal]
-    d2 = jnp.sum((pose[:2] - g[:2]) ** 2) + jnp.where(r.has_yaw[goal], (YAW_LENGTH * wrap(pose[2] - g[2])) ** 2, 0.0)
+    pos, yaw = pose_error(pose, g)
+    d2 = pos**2 + jnp.where(r.has_yaw[goal], (YAW_LENGTH * yaw) ** 2, 0.0)
     hit = reached(r, goal, pose)
     out = ~in_safe_zone(pose)
     r1 = jnp.exp(-d2 / REWARD_SIGMA**2)

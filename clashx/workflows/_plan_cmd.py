@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
@@ -12,7 +11,7 @@ import numpy as np
 from ..core._io import check_output, write_json, write_text
 from ..optimize._plan import LABEL_NOISE, PlanConfig, model_error, plan
 from ..surrogate._surrogate import load_or_shipped
-from ._workflow import load_real, read_params
+from ._workflow import load_real, read_param_std, read_params
 
 
 def run_plan(
@@ -35,13 +34,7 @@ def run_plan(
     std = None
     if params_path:
         params = read_params(params_path, model)
-        with open(params_path) as f:
-            raw = json.load(f)
-        if isinstance(raw.get("std"), dict):
-            missing = [n for n in model.space.names if n not in raw["std"]]
-            if missing:
-                raise ValueError(f"{params_path}: 'std' lacks {missing}; re-run `clashx identify` or drop 'std'")
-            std = np.array([float(raw["std"][n]) for n in model.space.names])
+        std = read_param_std(params_path, model.space.names, "or drop 'std'")
     else:
         params = np.asarray(model.space.vector(), np.float64)
     loaded = {name: load_real(path, None, shape)[:2] for name, path in (("ran", ran), ("done", done)) if path}

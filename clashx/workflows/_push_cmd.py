@@ -25,20 +25,7 @@ from ..core._io import check_output
 from ..pushing import _response, _routes
 from ..pushing._env import PushEnv
 from ..pushing._train import Policy, PPOConfig, save_policy, train_policy
-from ._workflow import read_param_file
-
-
-def read_std(path: str, names) -> np.ndarray | None:
-    """The one-sigma values of PARAMS.json's "std" (`clashx identify` writes it), or None where it has none."""
-    with open(path) as f:
-        raw = json.load(f)
-    std = raw.get("std") if isinstance(raw, dict) else None
-    if not isinstance(std, dict):
-        return None
-    missing = [n for n in names if n not in std]
-    if missing:
-        raise ValueError(f"{path}: 'std' lacks {missing}; re-run `clashx identify`, or train with --draws 1")
-    return np.array([float(std[n]) for n in names])
+from ._workflow import read_param_file, read_param_std
 
 
 def tabulate(
@@ -133,7 +120,7 @@ def run_train_policy(
     config.check()
     space = strike_space()
     params = read_param_file(params_path, space, None)
-    std = read_std(params_path, space.names) if draws > 1 else None
+    std = read_param_std(params_path, space.names, "or train with --draws 1") if draws > 1 else None
     handler = load_or_shipped(model_dir, _routes.SHAPE) if sim == "clashx" else None
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()

@@ -116,6 +116,22 @@ def read_params(path: str, model: AbstractSurrogate) -> np.ndarray:
     return read_param_file(path, model.space, {"shape": getattr(model, "shape", None), "scene": scene})
 
 
+def read_param_std(path: str, names, fix: str) -> np.ndarray | None:
+    """The one-sigma values of PARAMS.json's "std" (`clashx identify` writes it) in `names`' order, or None.
+
+    A "std" that lacks a name is an error; `fix` ends its message (what else the user may do).
+    """
+    with open(path) as f:
+        raw = json.load(f)
+    std = raw.get("std") if isinstance(raw, dict) else None
+    if not isinstance(std, dict):
+        return None
+    missing = [n for n in names if n not in std]
+    if missing:
+        raise ValueError(f"{path}: 'std' lacks {missing}; re-run `clashx identify`, {fix}")
+    return np.array([float(std[n]) for n in names])
+
+
 def read_param_file(path: str, space: ParamSpace, own: dict[str, str | None] | None = None) -> np.ndarray:
     """Parameter values of `space` from a PARAMS.json, in its order, checked against its prior.
 
