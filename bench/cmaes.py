@@ -44,12 +44,12 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from clashx import hybrid as _hybrid
 from clashx.baselines import _baselines as bl
 from clashx.core._io import write_json
 from clashx.events._data import lab_recording
 from clashx.events._events import read_npz
 from clashx.events._ingest import ingest_strike_lab
-from clashx.hybrid import _hybrid
 from clashx.learn._lab_fit import LabFitConfig, fit_recording
 from clashx.optimize import _optimize
 from clashx.scenes import _geometry as geo

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx.hybrid._pair_hybrid import full_rollouts_c, pair_rollouts, pair_rollouts_c
+from clashx.hybrid import full_rollouts_c, rollouts, rollouts_c
 from clashx.scenes import load_scene
 from clashx.surrogate._pair import load_pair_surrogate
 from clashx.workflows._cli import main
@@ -32,7 +32,7 @@ HYBRID_POSITION_TOL = 0.08
 HYBRID_POSITION_P90_TOL = 0.3
 RULE_TOL = 1e-4  # m: MJX's hybrid against the C fallback's (the same rule; engines differ by float32 rounding)
 VALIDATION_TOL = 0.12  # median relative error of the post-window velocities on held-out simulated impacts
-IDENTIFY_MU_TOL = 0.15  # |μ - true| from ten impacts: friction is the parameter ten impacts pin down
+IDENTIFY_SIGMAS = 3.0  # the truth lies within this many of the identification's own σ of what it found
 DERIVATIVE_RTOL = 0.05
 
 
@@ -62,8 +62,9 @@ def test_pipeline_scores(pipeline):
     """Each step's numbers against their references: simulation (validation, hybrid vs full C) and the truth."""
     val = json.loads((pipeline / "pretrain.json").read_text())["validation"]
     assert val["median_rel_err"] < VALIDATION_TOL < val["median_rel_err_no_impact"]
-    fitted = json.loads((pipeline / "params.json").read_text())["params"]
-    assert abs(fitted["mu"] - TRUE["mu"]) < IDENTIFY_MU_TOL, fitted
+    ident = json.loads((pipeline / "params.json").read_text())
+    for name, true in TRUE.items():  # ten impacts pin the contact's stiffness down; μ they leave loose (σ ~ 0.25)
+        assert abs(ident["params"][name] - true) <= IDENTIFY_SIGMAS * ident["std"][name], ident
     ev = json.loads((pipeline / "eval.json").read_text())
     assert ev["n"] == 190 and ev["median_rel_err"] < 2 * VALIDATION_TOL
     roll = json.loads((pipeline / "roll.json").read_text())
@@ -79,15 +80,15 @@ def test_hybrid_engines_agree_and_differentiate(pipeline):
     launch, params = scene.sample_inputs(8, key=jax.random.PRNGKey(11))
     nq = scene.c_model().nq
     q0, v0 = launch[:, :nq], launch[:, nq:]
-    q_c, _, info = pair_rollouts_c(scene, model, params, q0, v0, 600)
-    states, _ = pair_rollouts(scene, model, params, q0, v0, int(info["steps"]))
-    np.testing.assert_array_equal(np.asarray(states.impacts), info["impacts"])
+    q_c, _, info = rollouts_c(scene, model, params, q0, v0, 600, until_rest=False)
+    states, _ = rollouts(scene, model, params, q0, v0, 600)
+    np.testing.assert_array_equal(np.asarray(states.rule.impacts), info["impacts"])
     np.testing.assert_allclose(np.asarray(states.data.qpos), q_c, atol=RULE_TOL)
-    q_full, _ = full_rollouts_c(scene, params, q0, v0, int(info["steps"]))
+    q_full, _ = full_rollouts_c(scene, params, q0, v0, 600)
     assert np.all(info["impacts"] >= 1) and np.all(np.linalg.norm(q_full[:, 2:4] - q0[:, 2:4], axis=1) > 0.02)
 
     def puck_end(p):  # the puck's position 0.25 s after launch, world 0, as a function of its parameters
-        s, _ = pair_rollouts(scene, model, p[None], q0[:1], v0[:1], 250)
+        s, _ = rollouts(scene, model, p[None], q0[:1], v0[:1], 250)
         return s.data.qpos[0, 2:4]
 
     p0 = jnp.asarray(params[0], jnp.float32)

@@ -43,7 +43,7 @@ from ..core import _batch
 from ..core._lm import levenberg_marquardt
 from ..core._mjx import as_float64
 from ..core._types import Array, Float, PRNGKeyArray
-from ..hybrid._cube_rollout import rest_rollout
+from ..hybrid import rest_rollout
 from ..scenes import _toss
 from ..scenes._toss import TossSim
 from ..surrogate._cube import quat_conj, quat_log

@@ -30,9 +30,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .. import hybrid as _hybrid
 from ..core._mjx import mjx
 from ..core._types import Array, Float, PRNGKeyArray
-from ..hybrid import _hybrid
 from ..scenes import _strike
 from ..scenes._strike import StrikeSim
 from . import _solver

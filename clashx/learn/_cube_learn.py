@@ -214,7 +214,7 @@ def fit_between_impacts(
         itself competes, so the cost never exceeds its.
     """
     from ..baselines._cube_fit import pad_tracks, trajectory_residuals
-    from ..hybrid._cube_rollout import hybrid_tosses
+    from ..hybrid import hybrid_tosses
     from ..optimize._optimize import cmaes_in_box
 
     real, mask = pad_tracks(tracks)

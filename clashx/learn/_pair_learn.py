@@ -45,7 +45,7 @@ def load_pair_events(path: str, scene: PairScene, *, simulated: bool = False) ->
     ev = load_events(path, scene=SCHEMA)
     if str(ev["shape"]) != scene.name:
         raise EventFileError(f"{path}: events of scene {str(ev['shape'])!r}; --scene is {scene.name!r}")
-    d = 2 * len(scene.pair_index()[0])
+    d = scene.joints.size
     if ev["pre_state"].shape[1] != d:
         raise EventFileError(f"{path}: pair states of size {ev['pre_state'].shape[1]}; scene {scene.name!r} has {d}")
     rows = np.flatnonzero(ev["touched"] & np.isfinite(ev["post_state"]).all(1))
@@ -60,6 +60,16 @@ def load_pair_events(path: str, scene: PairScene, *, simulated: bool = False) ->
 @eqx.filter_jit
 def _targets(scene: PairScene, pre, post):
     return jax.vmap(scene.targets)(pre, post)
+
+
+@eqx.filter_jit
+def _features(scene: PairScene, pre):
+    return jax.vmap(scene.features)(pre)
+
+
+def pair_features(scene: PairScene, pre: np.ndarray) -> np.ndarray:
+    """The scene's `features` of a batch of pre-impact pair states (n, f)."""
+    return np.asarray(_features(scene, jnp.asarray(pre, jnp.float32)), np.float64)
 
 
 def pair_targets(scene: PairScene, pre: np.ndarray, post: np.ndarray) -> np.ndarray:
@@ -81,10 +91,19 @@ def pretrain_pair(
     """
     data = load_pair_events(str(config.data), scene, simulated=True)
     targets = pair_targets(scene, data["pre"], data["post"])
+    feats = pair_features(scene, data["pre"])
+    in_mean, in_std = feats.mean(0), np.maximum(feats.std(0), 1e-6 + 1e-3 * np.abs(feats.mean(0)))
 
     def make(key, out_mean, out_std):
         return make_pair_surrogate(
-            scene, key=key, width=config.width, depth=config.depth, out_mean=out_mean, out_std=out_std
+            scene,
+            key=key,
+            width=config.width,
+            depth=config.depth,
+            out_mean=out_mean,
+            out_std=out_std,
+            in_mean=in_mean,
+            in_std=in_std,
         )
 
     model, history, val = train_on_targets(
@@ -109,9 +128,11 @@ def predict_pair(model: PairSurrogate, pre: np.ndarray, params: np.ndarray) -> n
 
 
 def velocity_errors(scene: PairScene, pred: np.ndarray, true: np.ndarray) -> np.ndarray:
-    """Each impact's relative error of the pair's post-window velocities: |Δv| / max(|v|, SPEED_FLOOR)."""
-    k = len(scene.pair_index()[0])
-    v_pred, v_true = np.asarray(pred)[:, k:], np.asarray(true)[:, k:]
+    """Each impact's relative error of the pair's post-window velocities: |Δv| / max(|v|, SPEED_FLOOR).
+
+    Rotations count as speeds (`PairScene.speed_vector`: ω times the body's radius of gyration).
+    """
+    v_pred, v_true = scene.speed_vector(pred), scene.speed_vector(true)
     return np.linalg.norm(v_pred - v_true, axis=1) / np.maximum(np.linalg.norm(v_true, axis=1), SPEED_FLOOR)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from evosax.algorithms import CMA_ES
 
 from ..core._types import Array, Float, PRNGKeyArray
-from ..hybrid._hybrid import Handler, HybridSim
+from ..hybrid import Handler, HybridSim
 from ..scenes import _geometry as geo
 from ..scenes._strike import StrikeSim
 
@@ -263,7 +263,7 @@ class HybridEvaluator(eqx.Module):
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
-        from ..hybrid._hybrid import hybrid_rollout
+        from ..hybrid import hybrid_rollout
 
         return jax.vmap(lambda s: hybrid_rollout(self.hs, self.handler, s, self.params).rest_pose)(strikes)
 
@@ -292,7 +292,7 @@ def cached_scene(sims: dict, shape: str, dt_slide: float):
 
 def cached_hybrid(sims: dict, shape: str):
     """The hybrid scene of `shape` (on the default strike scene), built once per `sims` cache."""
-    from ..hybrid import _hybrid
+    from .. import hybrid as _hybrid
     from ..scenes import _scenes
 
     k = (shape, "hybrid")
@@ -311,7 +311,7 @@ def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict 
     4 ms: what `clashx generate` simulates).  `sims` caches the scenes across
     calls (`cached_scene`, `cached_hybrid`).
     """
-    from ..hybrid import _hybrid
+    from .. import hybrid as _hybrid
     from ..scenes import _scenes, _strike
 
     if engine not in ENGINES:

@@ -5,7 +5,12 @@ from ._geometry import impact_geometry as impact_geometry
 from ._pair import PairScene as PairScene
 from ._pair import load_scene as load_scene
 from ._registry import make_scene as make_scene
+from ._scene import APART_CAP as APART_CAP
 from ._scene import AbstractImpactScene as AbstractImpactScene
+from ._scene import ImpactGate as ImpactGate
+from ._scene import crossing as crossing
+from ._scene import limit_energy as limit_energy
+from ._scene import touches as touches
 from ._scenes import SolverSettings as SolverSettings
 from ._spaces import cube_space as cube_space
 from ._spaces import strike_space as strike_space

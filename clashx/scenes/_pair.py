@@ -1,32 +1,40 @@
-"""A scene of your own: `PairScene`, any two bodies of an MJCF that collide, through the whole pipeline.
+r"""A scene of your own: `PairScene`, any two bodies of an MJCF that collide, through the whole pipeline.
 
 Subclass `PairScene` in one short file and give:
 
 | what | type | meaning |
 |---|---|---|
-| `name`, `pair` | class attributes | the scene's name; the two bodies (MJCF names) whose impact is learned |
-| `window`, `approach` | class attributes, s | the impact window; how long after launch a touch may come |
+| `name`, `pair` | class attributes | the scene's name; the two bodies (MJCF names, "world" for the worldbody) whose impact is learned |
+| `window`, `approach` | class attributes, s | the impact window; how long after launch generation waits for a touch |
 | `mjcf()` | str | the full-contact scene (the pair collides through `<pair>`s or contype/conaffinity) |
 | `make_space()` | `ParamSpace` | the physics identified, and where it is written in the model |
-| `sample_launch(n, key)` | (qpos (n, nq), qvel (n, nv)) | launch states before the pair touches, over the prior |
-| `separation(qpos)` | JAX scalar, m | signed gap of the pair (< 0: overlapping) |
-| `features(pre)` | JAX (f,) | the handler's input: a pre-impact pair state in a canonical frame |
+| `sample_launch(n, key)` | (qpos (n, nq), qvel (n, nv)) | launch states with the pair apart, over the prior |
 
-The pair's state is its joints' (qpos, qvel), `pair_state`; its joints must be
-slide or hinge joints (a free joint's quaternion needs `targets` and
-`post_from_targets` of one's own).  The handler predicts `targets(pre, post)`,
-by default the change of the pair state over the window.
+and, where the defaults do not fit:
 
-Everything else is derived here: the pair's coordinates, the hybrid model (the
-full model less the pair's contacts), and a batch of events on MuJoCo C or MJX.
-An event starts at launch, runs the full-contact model until the touch (the
-rule `onset`, the hybrid's own), and records the pair state there (`pre_state`)
-and `window` later (`post_state`).
+| what | default |
+|---|---|
+| `min_apart`, `min_closing`, `max_impacts` | 5 ms apart, closing at 0.05 m/s, every impact: which touch is an impact (`ImpactGate`) |
+| `rest_speed` | 1e-3: every \|qvel\| below it (m/s, rad/s) and out of any window: at rest |
+| `separation(qpos)` | MuJoCo's own distance between the pair's geoms (MJX's collision functions, in JAX) |
+| `features(pre)` | the impact in the contact frame (`contact_features`) |
+| `targets(pre, post)` / `post_from_targets(pre, y)` | free bodies: changes of velocity, angular velocity, position and orientation in the contact frame; slide, hinge: the change of the joints' state |
+
+The pair's joints may be slide, hinge, ball or free joints; a partner may be the
+world body or a body without joints.  Its contacts with the partner stay in the
+engine's model (an impact switches them off for its window only), made explicit
+`<pair>`s when the MJCF gives them through contype/conaffinity.
+
+An event starts at launch, runs the full-contact model until the first impact
+(`touches`, the hybrid's own test), and records the pair state at the crossing
+(`pre_state`, interpolated between the two steps around it) and `window` later
+(`post_state`, interpolated likewise).
 """
 
 from __future__ import annotations
 
 import abc
+import copy
 import functools
 import hashlib
 import importlib
@@ -46,64 +54,116 @@ from ..core import _batch
 from ..core._engine import resolve_engine
 from ..core._mjx import mjx
 from ..core._params import Layout, ParamSpace
-from ..core._types import Array, Bool, Float, PRNGKeyArray
-from ._scene import AbstractImpactScene
+from ..core._types import Array, Float, PRNGKeyArray
+from . import _pair_state as ps
+from ._scene import APART_CAP, AbstractImpactScene, ImpactGate, crossing, touches
 
-# A touch is a step after which the pair overlaps while it closed in by at least this speed over the step:
-# a resting contact (a paddle pressed against a puck) is no impact.
-CLOSING_SPEED = 0.01  # m/s
 SCHEMA = "pair"  # the event files' scene of every PairScene
+TANGENT_FLOOR = 1e-3  # m/s: below this tangential speed the contact frame's first axis turns to the world's x
 
 
-def onset(sep_before: Float[Array, "..."], sep: Float[Array, "..."], dt: float) -> Bool[Array, "..."]:
-    """The touch rule of generation and of the hybrid: overlapping now, and closing at ≥ CLOSING_SPEED over the step."""
-    return (sep <= 0.0) & (sep_before - sep >= CLOSING_SPEED * dt)
+class _Models(eqx.Module):
+    """The compiled models of one MJCF and pair (cached per MJCF text)."""
+
+    full: mujoco.MjModel = eqx.field(static=True)  # the pair's contacts as explicit <pair>s
+    bare: mujoco.MjModel = eqx.field(static=True)  # without them (a pair that never rests on each other)
+    only: mujoco.MjModel = eqx.field(static=True)  # the pair's contacts alone: MuJoCo's distance
 
 
 @functools.lru_cache(maxsize=16)
-def _compile(xml: str, pair: tuple[str, str], hybrid: bool) -> mujoco.MjModel:
-    spec = mujoco.MjSpec.from_string(xml)
-    if hybrid:  # the pair never touches in the hybrid model: its impacts are the handler's
-        bodies = set(pair)
-        owner = {g.name: g.parent.name for g in spec.geoms if g.name}
-        for p in list(spec.pairs):
-            if {owner.get(p.geomname1), owner.get(p.geomname2)} == bodies:
-                spec.delete(p)
-        spec.add_exclude(bodyname1=pair[0], bodyname2=pair[1])
-    m = spec.compile()
-    if hybrid and m.npair == 0 and not np.any(m.geom_contype[:, None] & m.geom_conaffinity[None, :]):
+def _compile(xml: str, pair: tuple[str, str]) -> _Models:
+    spec = ps.with_explicit_pairs(mujoco.MjSpec.from_string(xml), pair)
+    full = spec.compile()
+    only = ps.pair_only(spec, pair)
+    bare_spec = spec.copy()
+    ids = {0 if b == "world" else mujoco.mj_name2id(full, mujoco.mjtObj.mjOBJ_BODY, b) for b in pair}
+    owner = {g.name: int(full.geom_bodyid[i]) for i, g in enumerate(spec.geoms) if g.name}
+    for p in list(bare_spec.pairs):
+        if {owner.get(p.geomname1), owner.get(p.geomname2)} == ids:
+            bare_spec.delete(p)
+    bare = bare_spec.compile()
+    if bare.npair == 0 and not np.any(bare.geom_contype[:, None] & bare.geom_conaffinity[None, :]):
         # No contact can arise, so the cone changes nothing; MJX 3.17's elliptic solver fails without contacts.
-        m.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
-    return m
+        bare.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+    return _Models(full, bare, only)
 
 
 class PairScene(AbstractImpactScene):
     """The base class of a user's scene: two bodies of an MJCF whose impact clashx learns (see the module doc).
 
     Class attributes to set: `name`, `pair`, `window` (s), `approach` (s).  Methods to give:
-    `mjcf`, `make_space`, `sample_launch`, `separation`, `features`.
+    `mjcf`, `make_space`, `sample_launch`.  Everything else has a default (module doc).
     """
 
     name: ClassVar[str]
     pair: ClassVar[tuple[str, str]]
     window: ClassVar[float]  # type: ignore[misc]  # a class attribute here, a property of the strike
     approach: ClassVar[float]
+    min_apart: ClassVar[float] = 0.005  # s apart before a touch is an impact
+    min_closing: ClassVar[float] = 0.05  # m/s: slower touches stay with the engine
+    max_impacts: ClassVar[int | None] = None
     rest_speed: ClassVar[float] = 1e-3  # every |qvel| below this: at rest (rollouts stop early)
+    energy_slack: ClassVar[float | None] = 0.02  # the energy guard (ImpactGate.energy_slack)
+    engine_contact: ClassVar[bool] = True  # the engine keeps the pair's contacts between impacts
 
     @property
     def schema(self) -> str:
         return SCHEMA
 
     space: ParamSpace
-    dt: float = eqx.field(static=True)  # the MJCF's timestep, s
-    qadr: tuple[int, ...] = eqx.field(static=True)  # qpos addresses of the pair's joints
-    vadr: tuple[int, ...] = eqx.field(static=True)  # their qvel addresses
+    _dt: float = eqx.field(static=True)  # the MJCF's timestep, s
+    _joints: ps.PairJoints = eqx.field(static=True)
+    _switch: tuple[int, ...] = eqx.field(static=True)  # the pair's <pair> rows
+    _first: int = eqx.field(static=True)  # the first pair body's id (the contact normal points to it)
+    _geometry: ps.PairGeometry = eqx.field(static=True)  # how the pair's distance is computed
 
     def __init__(self):
+        for attr in ("name", "pair", "window", "approach"):
+            if not hasattr(type(self), attr):
+                raise ValueError(
+                    f"scene {type(self).__name__}: set the class attribute `{attr}` (README: Your own scene)"
+                )
+        for attr in ("window", "approach", "min_apart", "rest_speed"):
+            value = getattr(type(self), attr)
+            if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+                raise ValueError(f"scene {self.name!r}: `{attr}` = {value!r} must be a positive number of seconds")
         self.space = self.make_space()
-        m = self.c_model()
-        self.dt = float(m.opt.timestep)
-        self.qadr, self.vadr = _pair_joints(m, self.name, self.pair)
+        if not isinstance(self.space, ParamSpace):
+            raise ValueError(f"scene {self.name!r}: make_space() must return a clashx.ParamSpace")
+        try:
+            models = _compile(self.mjcf(), tuple(self.pair))
+        except ValueError as e:
+            raise ValueError(f"scene {self.name!r}: {e}") from None
+        m = models.full
+        self._dt = float(m.opt.timestep)
+        self._joints = ps.pair_joints(m, self.name, tuple(self.pair))
+        self._first = ps.body_id(m, self.name, self.pair[0])
+        rows, _ = ps.pair_rows(m, tuple(ps.body_id(m, self.name, b) for b in self.pair))
+        self._switch = rows if self.engine_contact else ()
+        try:
+            self._geometry = ps.pair_geometry(m, rows, self._first)
+        except ValueError as e:
+            raise ValueError(f"scene {self.name!r}: {e}") from None
+        self.space.rows(m)  # a target the model lacks fails here, naming it
+        self._check_hooks()
+
+    def _check_hooks(self) -> None:
+        """The user's hooks give one number per call (separation) and a flat vector (features): checked at load."""
+        q0 = jnp.asarray(self.c_model().qpos0)
+        try:
+            sep = jax.eval_shape(self.separation, q0)
+            pre = jax.ShapeDtypeStruct((self._joints.size,), jnp.float32)
+            feats = jax.eval_shape(self.features, pre)
+            tg = jax.eval_shape(self.targets, pre, pre)
+        except Exception as e:  # a user's hook that cannot be traced: say which scene and hook
+            raise ValueError(
+                f"scene {self.name!r}: its hooks fail on a pair state of size {self._joints.size}: {e}"
+            ) from e
+        if sep.shape != ():
+            raise ValueError(f"scene {self.name!r}: separation(qpos) must return one number, got shape {sep.shape}")
+        for what, out in (("features(pre)", feats), ("targets(pre, post)", tg)):
+            if len(out.shape) != 1:
+                raise ValueError(f"scene {self.name!r}: {what} must return a flat vector, got shape {out.shape}")
 
     @abc.abstractmethod
     def make_space(self) -> ParamSpace:
@@ -113,23 +173,48 @@ class PairScene(AbstractImpactScene):
     def sample_launch(self, n: int, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
         """`n` launch states (qpos (n, nq), qvel (n, nv)) over the scene's prior, before the pair touches."""
 
-    @abc.abstractmethod
-    def separation(self, qpos: Float[Array, " nq"]) -> Float[Array, ""]:
-        """The pair's signed gap (m) at `qpos`, in JAX: > 0 apart, ≤ 0 overlapping."""
-
-    @abc.abstractmethod
-    def features(self, pre: Float[Array, " d"]) -> Float[Array, " f"]:
-        """The handler's input from a pre-impact pair state (`pair_state`), in JAX, in a canonical frame."""
-
     # --- derived from the MJCF -------------------------------------------------------------------
 
+    def _models(self) -> _Models:
+        return _compile(self.mjcf(), tuple(self.pair))
+
     def c_model(self, hybrid: bool = False) -> mujoco.MjModel:
-        """The compiled MuJoCo model: full contact, or (`hybrid`) without the pair's contacts."""
-        return self.space.prepare(_compile(self.mjcf(), tuple(self.pair), hybrid))
+        """A fresh compiled MuJoCo model: full contact, or (`hybrid`) the engine's model of the hybrid."""
+        m = self._models().bare if hybrid and not self.engine_contact else self._models().full
+        return self.space.prepare(copy.copy(m))
 
     def rows(self, hybrid: bool = False) -> Layout:
-        """Where `space` writes in `c_model(hybrid)` (the hybrid model lacks the pair's `<pair>` rows)."""
-        return self.space.rows(self.c_model(hybrid), strict=not hybrid)
+        """Where `space` writes in `c_model(hybrid)`."""
+        return self.space.rows(self.c_model(hybrid), strict=not (hybrid and not self.engine_contact))
+
+    @property
+    def joints(self) -> ps.PairJoints:
+        return self._joints
+
+    @property
+    def dt(self) -> float:
+        return self._dt
+
+    @property
+    def gate(self) -> ImpactGate:
+        return ImpactGate(
+            window=float(self.window),
+            min_apart=float(self.min_apart),
+            min_closing=float(self.min_closing),
+            max_impacts=self.max_impacts,
+            rest_speed=float(self.rest_speed),
+            energy_slack=self.energy_slack,
+        )
+
+    def hybrid_c_model(self) -> mujoco.MjModel:
+        return self.c_model(hybrid=True)
+
+    def hybrid_rows(self) -> Layout:
+        return self.rows(hybrid=True)
+
+    @property
+    def switch_rows(self) -> tuple[int, ...]:
+        return self._switch
 
     @property
     def n_window(self) -> int:
@@ -140,29 +225,62 @@ class PairScene(AbstractImpactScene):
         return max(1, round(self.approach / self.dt))
 
     def pair_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """The qpos and qvel addresses of the pair's joints (slide or hinge)."""
-        return np.asarray(self.qadr, np.int64), np.asarray(self.vadr, np.int64)
+        """The qpos and qvel addresses of the pair's joints."""
+        return np.asarray(self._joints.qadr, np.int64), np.asarray(self._joints.vadr, np.int64)
 
-    def pair_state(self, qpos, qvel):
-        """The pair's (qpos, qvel) entries, concatenated: (..., d).  NumPy or JAX, batched or not."""
-        qadr, vadr = self.pair_index()
-        xp = jnp if isinstance(qpos, jax.Array) else np
-        return xp.concatenate([qpos[..., qadr], qvel[..., vadr]], axis=-1)
+    # --- the defaults: MuJoCo's distance and the contact frame -------------------------------------
 
-    def with_pair_state(self, qpos: Float[Array, " nq"], qvel: Float[Array, " nv"], state: Float[Array, " d"]):
-        """(qpos, qvel) of one world with the pair's entries replaced by `state` (JAX)."""
-        qadr, vadr = self.pair_index()
-        k = len(qadr)
-        qpos, qvel, state = jnp.asarray(qpos), jnp.asarray(qvel), jnp.asarray(state)
-        return qpos.at[qadr].set(state[:k].astype(qpos.dtype)), qvel.at[vadr].set(state[k:].astype(qvel.dtype))
+    def contact(self, qpos: Float[Array, " nq"]) -> ps.PairContact:
+        """MuJoCo's own distance, contact point and normal (towards `pair[0]`) between the pair at `qpos`."""
+        return ps.pair_contact(self._models().only, self._geometry, qpos)
+
+    def separation(self, qpos: Float[Array, " nq"]) -> Float[Array, ""]:
+        """The pair's signed gap (m) at `qpos`: MuJoCo's own distance between its geoms (override for a cheaper one)."""
+        return self.contact(qpos).dist
+
+    def _full_state(self, pre: Float[Array, " d"]):
+        m = self._models().full
+        return self.with_pair_state(jnp.asarray(m.qpos0, pre.dtype), jnp.zeros(m.nv, pre.dtype), pre)
+
+    def contact_frame(
+        self, pre: Float[Array, " d"]
+    ) -> tuple[Float[Array, "3 3"], Float[Array, "3"], Float[Array, "3"]]:
+        """The contact frame of a pre-impact pair state: (R world-from-frame, contact point, relative velocity there).
+
+        The frame's z is the contact normal (towards `pair[0]`), its x the direction of the
+        tangential relative velocity at the contact point (`pair[0]` against `pair[1]`),
+        turning to the world's x projected on the contact plane below TANGENT_FLOOR.
+        """
+        qpos, qvel = self._full_state(pre)
+        c = self.contact(qpos)
+        motion = ps.body_motions(self._models().only, self._joints, qpos, qvel)
+        v_rel = jnp.zeros(3, pre.dtype)
+        for b, (x, _, v, w) in zip(self._joints.bodies, motion, strict=True):
+            v_rel = v_rel + (1.0 if b == self._first else -1.0) * (v + jnp.cross(w, c.point - x))
+        return ps.contact_axes(c.normal, v_rel, TANGENT_FLOOR), c.point, v_rel
+
+    def features(self, pre: Float[Array, " d"]) -> Float[Array, " f"]:
+        """The handler's input from a pre-impact pair state: the impact in its contact frame (`ps.contact_features`)."""
+        axes, point, v_rel = self.contact_frame(pre)
+        qpos, qvel = self._full_state(pre)
+        motion = ps.body_motions(self._models().only, self._joints, qpos, qvel)
+        g = jnp.asarray(self._models().full.opt.gravity, pre.dtype)
+        return ps.contact_features(self._joints, pre, axes, point, v_rel, g, motion)
 
     def targets(self, pre: Float[Array, " d"], post: Float[Array, " d"]) -> Float[Array, " k"]:
-        """What the handler predicts of an impact (default: the change of the pair state over the window)."""
-        return post - pre
+        """What the handler predicts of an impact: free bodies in the contact frame, other joints their change."""
+        axes, _, _ = self.contact_frame(pre)
+        return ps.frame_targets(self._joints, axes, pre, post)
 
     def post_from_targets(self, pre: Float[Array, " d"], y: Float[Array, " k"]) -> Float[Array, " d"]:
         """The post-window pair state from a pre-impact state and predicted `targets` (their inverse)."""
-        return pre + y
+        axes, _, _ = self.contact_frame(pre)
+        return ps.post_from_frame_targets(self._joints, axes, pre, y)
+
+    def speed_vector(self, state):
+        """The pair's velocities with rotations scaled to speeds (ω · the body's radius of gyration), (..., nv)."""
+        scale = ps.speed_scales(self._models().full, self._joints)
+        return np.asarray(state)[..., self._joints.nq :] * scale
 
     # --- AbstractImpactScene ---------------------------------------------------------------------
 
@@ -170,11 +288,21 @@ class PairScene(AbstractImpactScene):
         """`n` launch states (qpos ‖ qvel, (n, nq + nv)) and `n` parameter draws from `space`'s prior."""
         k_state, k_params = jax.random.split(key)
         qpos, qvel = self.sample_launch(n, k_state)
-        launch = np.concatenate([np.asarray(qpos, np.float64), np.asarray(qvel, np.float64)], axis=1)
+        qpos, qvel = np.asarray(qpos, np.float64), np.asarray(qvel, np.float64)
+        m = self.c_model()
+        if qpos.shape != (n, m.nq) or qvel.shape != (n, m.nv):
+            raise ValueError(
+                f"scene {self.name!r}: sample_launch({n}, key) gave qpos {qpos.shape} and qvel {qvel.shape}; "
+                f"expected ({n}, {m.nq}) and ({n}, {m.nv})"
+            )
+        bad = ~(np.isfinite(qpos).all(1) & np.isfinite(qvel).all(1))
+        if bad.any():
+            raise ValueError(f"scene {self.name!r}: sample_launch gave a non-finite state in row {int(np.argmax(bad))}")
+        launch = np.concatenate([qpos, qvel], axis=1)
         return launch, np.asarray(self.space.sample(n, key=k_params), np.float64)
 
     def simulate_events(self, inputs: np.ndarray, params: np.ndarray, *, engine: str, to_rest: bool = True) -> dict:
-        """From launch states: full contact to the touch, then `window` on; `pre_state` / `post_state` of the pair.
+        """From launch states: full contact to the first impact, then `window` on; `pre_state` / `post_state` of the pair.
 
         Args:
             inputs: (n, nq + nv) launch states, from `sample_inputs`.
@@ -183,22 +311,39 @@ class PairScene(AbstractImpactScene):
             to_rest: unused (a pair event ends at the window's end).
 
         Returns:
-            Event arrays of the "pair" schema (`clashx.events`); a world with no touch within
+            Event arrays of the "pair" schema (`clashx.events`); a world with no impact within
             `approach` has `touched` False and NaN states.
         """
         engine = resolve_engine(engine, cpu="c", accelerator="mjx")
         nq = self.c_model().nq
         qpos, qvel = np.asarray(inputs[:, :nq], np.float64), np.asarray(inputs[:, nq:], np.float64)
         traj_q, traj_v = roll(self, params, qpos, qvel, self.n_approach, engine=engine)
-        seps = np.asarray(separations(self, jnp.asarray(np.concatenate([qpos[:, None], traj_q], axis=1))))
-        hits = np.asarray(onset(seps[:, :-1], seps[:, 1:], self.dt))
-        touched = np.asarray(hits.any(axis=1))
-        k = np.argmax(hits, axis=1)
+        all_q = np.concatenate([qpos[:, None], traj_q], axis=1)  # state j at index j
+        all_v = np.concatenate([qvel[:, None], traj_v], axis=1)
+        hit, frac = first_impacts(self, jnp.asarray(all_q))
+        touched = np.asarray(hit) >= 0
+        if not touched.any():
+            raise ValueError(
+                f"scene {self.name!r}: none of {len(qpos)} launches from sample_launch has an impact within "
+                f"approach = {self.approach} s (the pair apart for min_apart = {self.min_apart} s, then touching "
+                f"at min_closing = {self.min_closing} m/s or faster): check that sample_launch sends the pair "
+                "at each other, and lengthen approach"
+            )
+        k = np.maximum(np.asarray(hit), 1)  # the first overlapping state; k - 1 is the last one apart
+        frac = np.asarray(frac)
         rows = np.arange(len(qpos))
-        pre_q, pre_v = traj_q[rows, k], traj_v[rows, k]
-        post_q, post_v = roll(self, params, pre_q, pre_v, self.n_window, engine=engine)
-        pre = self.pair_state(pre_q, pre_v)
-        post = self.pair_state(post_q[:, -1], post_v[:, -1])
+        states = self.pair_state(all_q, all_v)
+        pre = np.asarray(jax.vmap(self.interpolate)(states[rows, k - 1], states[rows, k], frac))
+        t_pre = (k - 1 + frac) * self.dt
+        # on from state k: the window ends n steps and a fraction later
+        lag = (1.0 - frac) * self.dt  # from the crossing to state k
+        n_on = int(np.ceil((self.window + self.dt) / self.dt)) + 1
+        post_q, post_v = roll(self, params, all_q[rows, k], all_v[rows, k], n_on, engine=engine)
+        after = self.pair_state(np.concatenate([all_q[rows, k][:, None], post_q], 1),
+                                np.concatenate([all_v[rows, k][:, None], post_v], 1))  # fmt: skip
+        u = (self.window - lag) / self.dt  # steps after state k
+        lo = np.clip(np.floor(u).astype(int), 0, n_on - 1)
+        post = np.asarray(jax.vmap(self.interpolate)(after[rows, lo], after[rows, lo + 1], u - lo))
         nan = np.where(touched[:, None], 0.0, np.nan)
         return {
             "scene": SCHEMA,
@@ -207,7 +352,7 @@ class PairScene(AbstractImpactScene):
             "launch": inputs,
             "pre_state": pre + nan,
             "post_state": post + nan,
-            "t_impact": np.where(touched, (k + 1) * self.dt, np.nan),
+            "t_impact": np.where(touched, t_pre, np.nan),
             "touched": touched,
             "params": params,
         }
@@ -222,27 +367,32 @@ class PairScene(AbstractImpactScene):
             "param_space": self.space.describe(),
             "window_s": self.window,
             "approach_s": self.approach,
+            "gate": {"min_apart_s": self.min_apart, "min_closing_m_s": self.min_closing},
             "timestep": self.dt,
             "mjcf_sha256": hashlib.sha256(self.mjcf().encode()).hexdigest(),
         }
 
 
-def _pair_joints(m: mujoco.MjModel, scene: str, pair: tuple[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The qpos and qvel addresses of the pair's joints; a ball or free joint is refused."""
-    qadr, vadr = [], []
-    for body in pair:
-        b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
-        if b < 0:
-            raise ValueError(f"scene {scene!r}: pair body {body!r} is not in the MJCF")
-        for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]):
-            if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE)):
-                raise ValueError(
-                    f"scene {scene!r}: body {body!r} has a ball or free joint; PairScene's pair state "
-                    "handles slide and hinge joints (override pair_state, with_pair_state and targets)"
-                )
-            qadr.append(int(m.jnt_qposadr[j]))
-            vadr.append(int(m.jnt_dofadr[j]))
-    return tuple(qadr), tuple(vadr)
+@eqx.filter_jit
+def first_impacts(scene: AbstractImpactScene, qpos: Float[Array, "n t nq"]):
+    """The first impact (`touches`) of each world along recorded states: (index of the first overlapping state
+    or -1, the crossing's fraction of the step before it).  Launch states count as apart for `min_apart`."""
+
+    def one(qs):
+        seps = jax.vmap(scene.separation)(qs)
+
+        def count(apart, sep):  # consecutive states apart up to and including this one
+            apart = jnp.where(sep > 0, jnp.minimum(apart + 1, APART_CAP), 0)
+            return apart, apart
+
+        _, apart = jax.lax.scan(count, jnp.asarray(APART_CAP - 1), seps)  # launch: apart for long
+        t = jnp.arange(1, qs.shape[0]) * scene.dt
+        hit = touches(scene.gate, scene.dt, seps[:-1], seps[1:], apart[:-1], 0, t)
+        k = jnp.where(hit.any(), jnp.argmax(hit) + 1, -1)
+        j = jnp.maximum(k, 1)
+        return k, crossing(seps[j - 1], seps[j])
+
+    return jax.vmap(one)(qpos)
 
 
 # --- engines ---------------------------------------------------------------------------------------

@@ -35,15 +35,18 @@ from ..core._params import Layout, ParamSpace
 from ..core._shard import map_batched, spread
 from ..core._types import Array, Bool, Float, PRNGKeyArray
 from . import _geometry as geo
+from . import _pair_state as ps
 from . import _scenes
-from ._scene import AbstractImpactScene
+from . import _strike_impact as hooks
+from ._scene import AbstractImpactScene, ImpactGate
 from ._spaces import strike_space
+from ._strike_impact import block_pose as block_pose
+from ._strike_impact import parked as parked
+from ._strike_impact import yaw_of as yaw_of
 
 RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away
 MAX_TIME = 4.0  # s after launch: the lab stops a strike here if the block still moves
 SETTLE_TIME = 0.5  # s the block settles on the ground before any strike (long enough to be at rest)
-_STRIKER_Q = slice(7, 10)  # striker qpos: slide x, slide y, yaw (0 = parked off the scene)
-_STRIKER_V = slice(6, 9)
 
 
 class StrikeEvent(eqx.Module):
@@ -94,6 +97,8 @@ class StrikeSim(AbstractImpactScene):
     n_contact: int = eqx.field(static=True)
     n_window: int = eqx.field(static=True)
     n_slide: int = eqx.field(static=True)
+    bodies: hooks.StrikeBodies = eqx.field(static=True)
+    pair_joints: ps.PairJoints = eqx.field(static=True)
 
     name: ClassVar[str] = "strike"
     pair: ClassVar[tuple[str, str]] = ("striker", "block")
@@ -150,6 +155,57 @@ class StrikeSim(AbstractImpactScene):
         """A fresh MuJoCo C model of the slide phase: no striker-block pair, timestep dt_slide."""
         return _compile(self.space, self.shape, self.settings, striker_pair=False)
 
+    # --- the hybrid rule's hooks (`clashx.scenes._strike_impact`) ---------------------------------
+    # The engine steps the slide model at dt_slide: the striker-block pair has no contact in it,
+    # since the arm pulls the striker away after its one impact and the pair never rests on each other.
+
+    @property
+    def joints(self) -> ps.PairJoints:
+        return self.pair_joints
+
+    @property
+    def dt(self) -> float:
+        return self.settings.dt_slide
+
+    @property
+    def n_approach(self) -> int:
+        """Hybrid steps within which the slowest strike of the range touches; a later touch is a miss."""
+        return int(math.ceil(geo.GAP / geo.STRIKE_RANGES["v_pre"][0] / self.dt)) + 2
+
+    @property
+    def gate(self) -> ImpactGate:
+        return ImpactGate(
+            window=RELEASE_AFTER,
+            min_apart=self.dt,
+            min_closing=0.01,
+            max_impacts=1,
+            until=self.n_approach * self.dt,
+            rest_speed=REST_SPEED,
+            energy_slack=None,  # the strike guards its own (`hooks.guard`: the striker keeps momentum)
+        )
+
+    def hybrid_c_model(self) -> mujoco.MjModel:
+        return self.mj_slide_model()
+
+    def hybrid_rows(self) -> Layout:
+        return self.slide_rows
+
+    @property
+    def switch_rows(self) -> tuple[int, ...]:
+        return ()
+
+    def separation(self, qpos: Float[Array, "10"]) -> Float[Array, ""]:
+        return hooks.separation(self.bodies, qpos)
+
+    def impact_input(self, pre: Float[Array, "19"]) -> Float[Array, "3"]:
+        """The strike (θ, θ1, v_pre) a pre-impact state is: the strike surrogate's input."""
+        return hooks.strike_of_state(self.bodies, pre[:10], pre[10:])
+
+    def impact_output(self, pre: Float[Array, "19"], prediction: Float[Array, "3"]) -> Float[Array, "19"]:
+        """The state at release: the block carried at the guarded prediction, the striker parked."""
+        velocity, _ = hooks.guard(self.bodies, pre[:10], pre[10:], prediction)
+        return hooks.release_state(self.bodies, RELEASE_AFTER, pre, velocity)
+
 
 def _compile(space: ParamSpace, shape: str, settings: _scenes.SolverSettings, **kwargs) -> mujoco.MjModel:
     m = space.prepare(_scenes.compile_xml(_scenes.strike_xml(shape, settings, **kwargs)))
@@ -191,6 +247,8 @@ def make_strike_sim(
     n_contact = int(math.ceil(geo.GAP / v_min / settings.dt_contact)) + n_window + 5
     n_slide = int(math.ceil(MAX_TIME / settings.dt_slide))
     return StrikeSim(
+        bodies=hooks.strike_bodies(shape, m_slide),
+        pair_joints=ps.pair_joints(m_slide, "strike", ("striker", "block")),
         shape=shape,
         settings=settings,
         space=space,
@@ -205,17 +263,6 @@ def make_strike_sim(
         n_window=n_window,
         n_slide=n_slide,
     )
-
-
-def yaw_of(quat: Float[Array, "4"]) -> Float[Array, ""]:
-    """Yaw (rad) of a scalar-first quaternion."""
-    w, x, y, z = quat[0], quat[1], quat[2], quat[3]
-    return jnp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-
-
-def block_pose(qpos: Float[Array, "nq"]) -> Float[Array, "3"]:
-    """Block pose (x, y, yaw) in the world from the scene's qpos."""
-    return jnp.stack([qpos[0], qpos[1], yaw_of(qpos[3:7])])
 
 
 def block_velocity(qpos: Float[Array, "nq"], qvel: Float[Array, "nv"]) -> Float[Array, "3"]:
@@ -240,11 +287,6 @@ def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Arra
     qpos = jnp.concatenate([sim.block_rest, c_world - park, (s_yaw + pose[2])[None]])
     qvel = jnp.concatenate([jnp.zeros(6), v_world, jnp.zeros(1)])
     return qpos, qvel
-
-
-def parked(qpos: Float[Array, "10"], qvel: Float[Array, "9"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
-    """The state with the striker pulled away: parked off the scene, at rest."""
-    return jnp.asarray(qpos).at[_STRIKER_Q].set(0.0), jnp.asarray(qvel).at[_STRIKER_V].set(0.0)
 
 
 def _with_params(sim: StrikeSim, params: Float[Array, "p"]) -> mjx.Model:

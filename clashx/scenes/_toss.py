@@ -75,14 +75,21 @@ from ..core._params import Layout, ParamSpace
 from ..core._shard import map_batched, spread
 from ..core._types import Array, Bool, Float, PRNGKeyArray
 from . import _geometry as geo
+from . import _pair_state as ps
 from . import _scenes
-from ._scene import AbstractImpactScene
+from ._pair_state import quat_exp as quat_exp
+from ._pair_state import quat_mul as quat_mul
+from ._pair_state import quat_to_mat as quat_to_mat
+from ._scene import AbstractImpactScene, ImpactGate
 from ._spaces import cube_space
 
 FRAME_DT = 1.0 / 148.0  # s between frames of the ContactNets recordings
 SUBSTEPS = 7  # simulation steps per frame
 DT = FRAME_DT / SUBSTEPS  # s, 0.965 ms
 WINDOW = 4 * FRAME_DT  # s: the impact window [t_impact, t_impact + WINDOW]
+MIN_FLIGHT_S = 3 * FRAME_DT  # s of flight (no corner at or below the table) before a landing is the handler's
+MIN_CLOSING_SPEED = 0.15  # m/s: slower landings of the lowest corner stay with the engine
+REST_SPEED = 1e-3  # m/s, rad/s: a cube out of any window moving slower than this rests
 GRAVITY = geo.GRAVITY  # m/s^2, MuJoCo's default
 HALF = _scenes.CUBE_HALF
 _CORNER_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
@@ -120,38 +127,6 @@ def qpos_qvel_to_state(qpos: Float[Array, "7"], qvel: Float[Array, "6"]) -> Floa
     """MuJoCo free-joint (qpos, qvel) -> dataset state; the inverse of `state_to_qpos_qvel`."""
     qpos, qvel = jnp.asarray(qpos), jnp.asarray(qvel)
     return jnp.concatenate([qpos[3:7], qpos[0:3], qvel[3:6], qvel[0:3]])
-
-
-def quat_mul(a: Float[Array, "4"], b: Float[Array, "4"]) -> Float[Array, "4"]:
-    """Hamilton product of scalar-first quaternions."""
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    return jnp.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ]
-    )
-
-
-def quat_exp(rotvec: Float[Array, "3"]) -> Float[Array, "4"]:
-    """Unit quaternion of a rotation vector (rad)."""
-    theta = jnp.sqrt(jnp.sum(rotvec**2) + 1e-30)
-    return jnp.concatenate([jnp.cos(theta / 2)[None], jnp.sin(theta / 2) / theta * rotvec])
-
-
-def quat_to_mat(q: Float[Array, "4"]) -> Float[Array, "3 3"]:
-    """Rotation matrix (world from body) of a unit quaternion."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    return jnp.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
 
 
 def lowest_corner_z(state: Float[Array, "13"]) -> Float[Array, ""]:
@@ -224,7 +199,14 @@ class TossEvent(eqx.Module):
 
 
 class TossSim(AbstractImpactScene):
-    """The cube-toss scene, ready to simulate on MJX or MuJoCo C.  Build with `make_toss_sim()`."""
+    """The cube-toss scene, ready to simulate on MJX or MuJoCo C.  Build with `make_toss_sim()`.
+
+    As an instance of the one hybrid rule (`clashx.hybrid`): the pair is the cube's free
+    joint against the table (the world), its separation the lowest corner's height, an
+    impact a landing after `MIN_FLIGHT_S` of flight closing at `MIN_CLOSING_SPEED` or
+    more, its window `WINDOW`, and the handler a `CubeSurrogate` on the dataset's
+    13-vector state (`impact_input`, `impact_output`).
+    """
 
     settings: _scenes.SolverSettings = eqx.field(static=True)
     space: ParamSpace
@@ -233,6 +215,9 @@ class TossSim(AbstractImpactScene):
     table_geom: int = eqx.field(static=True)
     corner_geoms: tuple[int, ...] = eqx.field(static=True)
     n_event_frames: int = eqx.field(static=True)
+    pair_joints: ps.PairJoints = eqx.field(static=True)
+    corner_pairs: tuple[int, ...] = eqx.field(static=True)
+    max_impacts: int | None = eqx.field(static=True, default=None)
 
     name: ClassVar[str] = "cube-toss"
     pair: ClassVar[tuple[str, str]] = ("table", "cube")
@@ -274,6 +259,56 @@ class TossSim(AbstractImpactScene):
         """A fresh MuJoCo C model of this scene (nominal parameters)."""
         return _scenes.compile_xml(_scenes.cube_xml(self.settings, touch_sensor=touch_sensor))
 
+    # --- the hybrid rule's hooks -----------------------------------------------------------------
+
+    @property
+    def joints(self) -> ps.PairJoints:
+        return self.pair_joints
+
+    @property
+    def gate(self) -> ImpactGate:
+        return ImpactGate(
+            window=WINDOW,
+            min_apart=MIN_FLIGHT_S,
+            min_closing=MIN_CLOSING_SPEED,
+            max_impacts=self.max_impacts,
+            rest_speed=REST_SPEED,
+            energy_slack=None,
+        )
+
+    def hybrid_c_model(self) -> mujoco.MjModel:
+        return self.mj_model()
+
+    def hybrid_rows(self) -> Layout:
+        return self.rows
+
+    @property
+    def switch_rows(self) -> tuple[int, ...]:
+        return self.corner_pairs
+
+    def separation(self, qpos: Float[Array, "7"]) -> Float[Array, ""]:
+        """The lowest corner's height above the table (m)."""
+        return lowest_corner_z(qpos_qvel_to_state(qpos, jnp.zeros(6, qpos.dtype)))
+
+    def impact_input(self, pre: Float[Array, "13"]) -> Float[Array, "13"]:
+        """The pair state (the free joint's qpos ‖ qvel) as the dataset's state, the surrogate's input."""
+        return qpos_qvel_to_state(pre[:7], pre[7:])
+
+    def impact_output(self, pre: Float[Array, "13"], prediction: Float[Array, "13"]) -> Float[Array, "13"]:
+        """The surrogate's dataset state as the pair state."""
+        q, v = state_to_qpos_qvel(prediction)
+        return jnp.concatenate([q, v])
+
+    def flight(self, state: Float[Array, "13"], tau) -> Float[Array, "13"]:
+        """The exact free flight (`free_flight`) of a pair state (the free joint's qpos ‖ qvel)."""
+        flown = free_flight(qpos_qvel_to_state(state[:7], state[7:]), tau)
+        q, v = state_to_qpos_qvel(flown)
+        return jnp.concatenate([q, v])
+
+    def first_impact_only(self) -> TossSim:
+        """This scene with only the toss's first impact through the handler (MJX's after it)."""
+        return dataclasses.replace(self, max_impacts=1)
+
 
 def max_flight_time() -> float:
     """Longest time (s) to first contact from an initial state in `INIT_RANGES` (or of a real toss)."""
@@ -299,7 +334,10 @@ def make_toss_sim(settings: _scenes.SolverSettings | None = None) -> TossSim:
         raise ValueError(f"make_toss_sim: dt_contact={settings.dt_contact} must be 1/148 s divided by a whole number")
     m = _scenes.compile_xml(_scenes.cube_xml(settings))
     space = cube_space()
+    cube = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "cube")
     return TossSim(
+        pair_joints=ps.pair_joints(m, "cube-toss", ("cube", "world")),
+        corner_pairs=ps.pair_rows(m, (cube, 0))[0],
         settings=settings,
         space=space,
         rows=space.rows(m),

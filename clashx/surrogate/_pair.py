@@ -13,15 +13,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..core._io import check_space, load_model_leaves, read_model_meta, save_model
 from ..core._types import Array, Float, PRNGKeyArray
 from ..scenes._pair import PairScene
 from ._base import TargetSurrogate, init_network
 
-FORMAT = "clashx.pair-surrogate/1"
+FORMAT = "clashx.pair-surrogate/2"  # /2: input normalisers
 MODEL_FILE, META_FILE = "model.eqx", "model.json"
 _RETRAIN = "retrain it: clashx pretrain --scene MODULE:CLASS --data EVENTS --out RUN"
 
@@ -33,16 +35,20 @@ class PairSurrogate(TargetSurrogate):
         scene: the scene (features, targets, the pair state).
         mlp: features ‖ parameters in [-1, 1] → normalised targets.
         out_mean, out_std: the targets' normalisers (training-set statistics).
+        in_mean, in_std: the scene features' normalisers (training-set statistics; static, never trained).
         space: the parameters it is conditioned on (the scene's).
         width, depth: the MLP's hidden width and number of hidden layers.
     """
 
     scene: PairScene
+    in_mean: tuple[float, ...] = eqx.field(static=True)
+    in_std: tuple[float, ...] = eqx.field(static=True)
 
     def features(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " f"]:
-        """The scene's features of `pre` and the parameters mapped to [-1, 1] over the prior."""
+        """The scene's features of `pre`, standardised, and the parameters mapped to [-1, 1] over the prior."""
         unit = self.space.to_unit(jnp.asarray(params, jnp.float32))
-        return jnp.concatenate([jnp.asarray(self.scene.features(pre), jnp.float32), 2.0 * unit - 1.0])
+        f = (jnp.asarray(self.scene.features(pre), jnp.float32) - jnp.asarray(self.in_mean)) / jnp.asarray(self.in_std)
+        return jnp.concatenate([f, 2.0 * unit - 1.0])
 
     def post_from_targets(self, pre: Float[Array, " d"], y: Float[Array, " k"]) -> Float[Array, " d"]:
         """The scene's post-window pair state from its targets."""
@@ -50,20 +56,37 @@ class PairSurrogate(TargetSurrogate):
 
 
 def make_pair_surrogate(
-    scene: PairScene, *, key: PRNGKeyArray, width: int = 128, depth: int = 3, out_mean=None, out_std=None
+    scene: PairScene,
+    *,
+    key: PRNGKeyArray,
+    width: int = 128,
+    depth: int = 3,
+    out_mean=None,
+    out_std=None,
+    in_mean=None,
+    in_std=None,
 ) -> PairSurrogate:
     """A freshly initialised surrogate of `scene` (weights from `key`; normalisers default 0 and 1)."""
-    qadr, _ = scene.pair_index()
-    pre = jnp.zeros(2 * len(qadr))
-    n_in = int(scene.features(pre).shape[0]) + scene.space.size
-    n_out = int(scene.targets(pre, pre).shape[0])
-    net = init_network(n_in, n_out, width, depth, key=key, out_mean=out_mean, out_std=out_std)
-    return PairSurrogate(scene=scene, space=scene.space, **net)
+    pre = jax.ShapeDtypeStruct((scene.joints.size,), jnp.float32)
+    n_feat = int(jax.eval_shape(scene.features, pre).shape[0])
+    n_out = int(jax.eval_shape(scene.targets, pre, pre).shape[0])
+    net = init_network(n_feat + scene.space.size, n_out, width, depth, key=key, out_mean=out_mean, out_std=out_std)
+    mean = (0.0,) * n_feat if in_mean is None else tuple(float(x) for x in np.asarray(in_mean).ravel())
+    std = (1.0,) * n_feat if in_std is None else tuple(float(x) for x in np.asarray(in_std).ravel())
+    if len(mean) != n_feat or len(std) != n_feat or min(std) <= 0:
+        raise ValueError(f"input normalisers of {len(mean)}/{len(std)} values for {n_feat} features (std > 0)")
+    return PairSurrogate(scene=scene, space=scene.space, in_mean=mean, in_std=std, **net)
 
 
 def describe_pair_surrogate(model: PairSurrogate) -> dict[str, Any]:
     """What must match for a saved surrogate to be used with a scene."""
-    return model.scene.describe() | {"width": model.width, "depth": model.depth, "format": FORMAT}
+    return model.scene.describe() | {
+        "width": model.width,
+        "depth": model.depth,
+        "in_mean": list(model.in_mean),
+        "in_std": list(model.in_std),
+        "format": FORMAT,
+    }
 
 
 def save_pair_surrogate(run_dir: str | os.PathLike, model: PairSurrogate, extra: dict | None = None) -> None:
@@ -85,7 +108,11 @@ def load_pair_surrogate(run_dir: str | os.PathLike, scene: PairScene) -> PairSur
     """
     run_dir = os.fspath(run_dir)
     meta, meta_path = read_model_meta(
-        run_dir, META_FILE, _RETRAIN, keys=("format", "pair_scene", "window_s", "width", "depth"), retrain=_RETRAIN
+        run_dir,
+        META_FILE,
+        _RETRAIN,
+        keys=("format", "pair_scene", "window_s", "width", "depth", "in_mean", "in_std"),
+        retrain=_RETRAIN,
     )
     if meta["format"] != FORMAT:
         raise ValueError(f"{meta_path}: format {meta['format']!r}, expected {FORMAT!r}; {_RETRAIN}")
@@ -97,6 +124,13 @@ def load_pair_surrogate(run_dir: str | os.PathLike, scene: PairScene) -> PairSur
     check_space(run_dir, meta, scene.space)
 
     def skeleton() -> PairSurrogate:
-        return make_pair_surrogate(scene, key=jax.random.PRNGKey(0), width=int(meta["width"]), depth=int(meta["depth"]))
+        return make_pair_surrogate(
+            scene,
+            key=jax.random.PRNGKey(0),
+            width=int(meta["width"]),
+            depth=int(meta["depth"]),
+            in_mean=meta["in_mean"],
+            in_std=meta["in_std"],
+        )
 
     return load_model_leaves(run_dir, MODEL_FILE, META_FILE, skeleton, _RETRAIN)

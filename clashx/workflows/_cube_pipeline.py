@@ -35,7 +35,7 @@ import numpy as np
 
 from ..baselines._cube_fit import HORIZONS, identify_sysid, identify_trajectory_mjx, rollout_c, trajectory_errors
 from ..events._ingest_cube import ingest_cube_tosses, load_cube_tracks
-from ..hybrid._cube_rollout import hybrid_tosses, rest_rollout
+from ..hybrid import hybrid_tosses, rest_rollout
 from ..learn._cube_learn import finetune_cube, fit_between_impacts, identify_cube
 from ..scenes import _toss
 from ..scenes._scenes import CUBE_FRICTION, CUBE_INERTIA, CUBE_MASS

@@ -66,7 +66,7 @@ def strike_section(shape: str, out: str, seed: int, t0: float) -> dict:
 
 def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
     """CMA-ES through the CPU hybrid (the fine-tuned surrogate as handler) for a recorded test strike's rest pose."""
-    from ..hybrid._hybrid import hybrid_rollouts_c
+    from ..hybrid import hybrid_rollouts_c
     from ..hybrid._slide import hybrid_tracks_c
     from ..optimize._optimize import MBOConfig, cached_hybrid, clip_to_ranges, describe, optimize
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core._engine import resolve_engine
 from ..core._io import check_output, write_json
+from ..hybrid import full_rollouts_c, rollouts, rollouts_c
 from ..learn._finetune import FinetuneConfig
 from ..learn._pair_learn import finetune_pair, identify_pair, load_pair_events, pair_scores
 from ..scenes._pair import PairScene, load_scene
@@ -129,8 +130,6 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
     with `config.seed`; both rollouts run until every world is at rest or `config.seconds`.
     Scores each body of the pair by its final position error relative to its travel.
     """
-    from ..hybrid._pair_hybrid import full_rollouts_c, pair_rollouts, pair_rollouts_c
-
     scene, model = _scene_and_model(spec, model_dir)
     engine = resolve_engine(config.engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
     launch, params = scene.sample_inputs(config.n, key=jax.random.PRNGKey(config.seed))
@@ -141,28 +140,31 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
     n_steps = round(config.seconds / scene.dt)
     t0 = time.perf_counter()
     if engine == "cpu-hybrid":
-        qh, _, info = pair_rollouts_c(scene, model, params, q0, v0, n_steps)
-        impacts, steps = info["impacts"], int(info["steps"])
+        qh, _, info = rollouts_c(scene, model, params, q0, v0, n_steps)
+        impacts, steps = info["impacts"], int(info["steps"].max())
     elif engine == "mjx-hybrid":
-        states, k = pair_rollouts(scene, model, params, q0, v0, n_steps, until_rest=True)
-        assert states.data is not None
-        qh, impacts, steps = np.asarray(states.data.qpos), np.asarray(states.impacts), int(k)
+        states, k = rollouts(scene, model, params, q0, v0, n_steps, until_rest=True)
+        qh, impacts, steps = np.asarray(states.data.qpos), np.asarray(states.rule.impacts), int(k)
     else:
         raise ValueError(f"--engine {engine!r}: expected auto, cpu-hybrid or mjx-hybrid")
     t_hybrid = time.perf_counter() - t0
     t0 = time.perf_counter()
     qf, _ = full_rollouts_c(scene, params, q0, v0, n_steps)
     t_full = time.perf_counter() - t0
+    m = scene.c_model()
+    start, end_h, end_f = (_positions(m, q) for q in (q0, qh, qf))
     bodies = {}
-    for body in scene.pair:
-        cols = _slides(scene, body)
-        travel = np.linalg.norm(qf[:, cols] - q0[:, cols], axis=1)
-        err = np.linalg.norm(qh[:, cols] - qf[:, cols], axis=1)
+    for b in scene.joints.bodies:
+        travel = np.linalg.norm(end_f[:, b] - start[:, b], axis=1)
+        err = np.linalg.norm(end_h[:, b] - end_f[:, b], axis=1)
         rel = err / np.maximum(travel, 1e-3)
-        bodies[body] = {
+        bodies[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)] = {
             "median_err_m": float(np.median(err)),
             "median_rel_err": float(np.median(rel)),
             "p90_rel_err": float(np.percentile(rel, 90)),
+            "median_travel_m": float(np.median(travel)),
+            "lowest_z_hybrid_m": float(end_h[:, b, 2].min()),
+            "lowest_z_full_m": float(end_f[:, b, 2].min()),
         }
     return {
         "scene": scene.name,
@@ -174,16 +176,19 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
         "steps_max": n_steps,
         "time_hybrid_s": t_hybrid,
         "time_full_c_s": t_full,
-        "final_position": bodies,  # error of the slide coordinates, relative to the full-contact travel
+        "final_position": bodies,  # of each moving pair body's origin, relative to its full-contact travel
     }
 
 
-def _slides(scene: PairScene, body: str) -> list[int]:
-    """The qpos addresses of a body's slide joints: its position."""
-    m = scene.c_model()
-    b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)
-    joints = range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
-    return [int(m.jnt_qposadr[j]) for j in joints if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE)]
+def _positions(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
+    """World positions (n, bodies, 3) of every body at each qpos row (MuJoCo's kinematics)."""
+    d = mujoco.MjData(m)
+    out = np.empty((len(qpos), m.nbody, 3))
+    for i, q in enumerate(qpos):
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        out[i] = d.xpos
+    return out
 
 
 # --- printing -------------------------------------------------------------------------------------

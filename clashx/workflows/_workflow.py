@@ -412,7 +412,7 @@ def run_optimize(
     out = describe(res, start, target)
     # the chosen strike once more on the CPU hybrid: what the handler predicted and whether the
     # energy guard had to clamp it (never silent)
-    from ..hybrid._hybrid import hybrid_rollouts_c
+    from ..hybrid import hybrid_rollouts_c
     from ..optimize._optimize import cached_hybrid, clip_to_ranges
 
     check = hybrid_rollouts_c(cached_hybrid(sims, shape), model, clip_to_ranges(res.strike)[None], params)

@@ -1,0 +1,120 @@
+"""Cube tosses through the one hybrid rule: frames at the recordings' 148 Hz, every landing (or the first) to the handler.
+
+Thin wrappers of `clashx.hybrid.rollouts` on the cube-toss scene (`clashx.scenes.TossSim`,
+whose hooks say what a landing is): MJX runs the toss from its initial state, each
+landing after `MIN_FLIGHT_S` of flight closing at `MIN_CLOSING_SPEED` or more goes to
+the surrogate (`every_impact`; otherwise the first landing alone), and the frames within
+a window are the interpolation between its pre- and post-impact states (`observe`).
+The handler's parameters and the engine's may differ (`rest_params`: MJX's between
+impacts, fitted to whole tosses).  `rest_rollout` is plain MJX from a state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..core._mjx import mjx
+from ..core._types import Array, Float
+from ..scenes import TossSim
+from ..scenes._toss import FRAME_DT, interpolate_states, qpos_qvel_to_state, state_to_qpos_qvel
+from ._rule import rollouts
+
+BLOCK = 128  # tosses per vmapped block (one compile per block size and frame count)
+
+
+@eqx.filter_jit
+def _block(sim: TossSim, impact, states, params, rest_params, n_frames: int):
+    qpos, qvel = jax.vmap(state_to_qpos_qvel)(states)
+    final, _, shown = rollouts(
+        sim, impact, params, qpos, qvel, n_frames * sim.substeps, engine_params=rest_params, record_every=sim.substeps
+    )
+    frames = jax.vmap(jax.vmap(lambda s: qpos_qvel_to_state(s[:7], s[7:])))(shown)
+    return frames, final.rule.impacts
+
+
+def hybrid_tosses(
+    sim: TossSim,
+    impact: Callable,
+    initial_states: Float[np.ndarray, "n 13"],
+    params: Float[np.ndarray, "3"] | Float[np.ndarray, "n 3"],
+    n_frames: int,
+    *,
+    rest_params: Float[np.ndarray, "3"] | Float[np.ndarray, "n 3"] | None = None,
+    block: int = BLOCK,
+    every_impact: bool = False,
+    return_stats: bool = False,
+):
+    """Tosses' frames (n, n_frames, 13) through the hybrid rule on MJX, jit + vmap in blocks of `block` tosses.
+
+    Args:
+        sim: the toss scene.
+        impact: the handler, `(pre_state (13,), params) -> state WINDOW later`, e.g. a `CubeSurrogate`.
+        initial_states: (n, 13) states at t = 0, dataset layout.
+        params: the handler's parameters, (3,) or (n, 3).
+        n_frames: frames to return (static).
+        rest_params: MJX's parameters between impacts (default `params`).
+        block: tosses per compiled block.
+        every_impact: every landing after a flight through the handler; False: the first only.
+        return_stats: also return {"fired": landings sent to the handler per toss}.
+    """
+    scene = sim if every_impact else sim.first_impact_only()
+    states = np.asarray(initial_states, np.float32)
+    n = len(states)
+    params = np.broadcast_to(np.asarray(params, np.float32), (n, 3))
+    rest_params = params if rest_params is None else np.broadcast_to(np.asarray(rest_params, np.float32), (n, 3))
+    block = min(block, n)
+    out, fired = [], []
+    for i in range(0, n, block):
+        s, p, q = states[i : i + block], params[i : i + block], rest_params[i : i + block]
+        pad = block - len(s)
+        s, p, q = (np.concatenate([a, np.repeat(a[-1:], pad, 0)]) for a in (s, p, q))
+        frames, hits = _block(scene, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames)
+        out.append(np.asarray(frames)[: block - pad])
+        fired.append(np.asarray(hits)[: block - pad])
+    frames = np.concatenate(out).astype(np.float64)
+    return (frames, {"fired": np.concatenate(fired)}) if return_stats else frames
+
+
+def hybrid_toss_every(sim: TossSim, impact, initial_state, params, rest_params, n_frames: int):
+    """One toss's frames (n_frames, 13) with every landing after a flight through `impact`, and the landings sent."""
+    frames, stats = hybrid_tosses(
+        sim, impact, np.asarray(initial_state)[None], params, n_frames, rest_params=rest_params, every_impact=True,
+        return_stats=True,
+    )  # fmt: skip
+    return frames[0], int(stats["fired"][0])
+
+
+def hybrid_toss(sim: TossSim, impact, initial_state, params, rest_params, n_frames: int):
+    """One toss's frames (n_frames, 13) with its first landing through `impact`, MJX after its window."""
+    return hybrid_tosses(sim, impact, np.asarray(initial_state)[None], params, n_frames, rest_params=rest_params)[0]
+
+
+def rest_rollout(
+    sim: TossSim, start: Float[Array, "13"], t_start: Float[Array, ""], params: Float[Array, "3"], n_frames: int
+) -> Float[Array, "frames 13"]:
+    """Plain MJX from `start` at time `t_start`, sampled at the frames t_k = k / 148 s (k < n_frames) by interpolation.
+
+    Frames before `t_start` hold `start` (the caller overwrites them).  Runs
+    n_frames × substeps + 1 steps of `sim.dt` (static), enough for any t_start ≥ 0.
+    """
+    model = sim.space.apply(sim.model, sim.rows, params)
+    dtype = model.opt.timestep.dtype
+    start = jnp.asarray(start, dtype)
+    qpos, qvel = state_to_qpos_qvel(start)
+    data = mjx.make_data(model).replace(qpos=qpos, qvel=qvel)
+
+    def step(d, _):
+        new = mjx.step(model, d)
+        return new, qpos_qvel_to_state(new.qpos, new.qvel)
+
+    n_steps = n_frames * sim.substeps + 1
+    _, states = jax.lax.scan(step, data, None, length=n_steps)
+    states = jnp.concatenate([start[None], states])  # states[j] at t_start + j dt
+    u = jnp.clip((jnp.arange(n_frames, dtype=dtype) * FRAME_DT - t_start) / sim.dt, 0.0, n_steps - 1e-3)
+    lo = jnp.floor(u).astype(jnp.int32)
+    return jax.vmap(interpolate_states)(states[lo], states[lo + 1], u - lo)

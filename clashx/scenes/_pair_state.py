@@ -1,0 +1,599 @@
+"""The learned pair of any MJCF: its coordinates, MuJoCo's own distance between it, and its contact frame.
+
+Everything the hybrid rule (`clashx.hybrid`) and a scene's default features need
+to know about the two bodies whose impact is learned, derived from the compiled
+model once:
+
+- `PairJoints`: where the pair's joints sit in (qpos, qvel).  Slide, hinge, ball
+  and free joints; a partner may be the world body or any body without joints.
+  The *pair state* is the pair's qpos entries followed by its qvel entries, in
+  the model's order.  `interpolate` and `advance` move a pair state the way the
+  joints move (quaternions renormalised, rotations integrated);
+- `with_explicit_pairs`: the model with the pair's contacts made explicit
+  `<pair>`s (a contact MuJoCo would generate from contype/conaffinity becomes a
+  `<pair>` with the parameters MuJoCo's mixing rules give it), so the hybrid
+  rule can switch exactly the pair's contacts off in one world and no other
+  contact of the same geoms;
+- `pair_contact`: MuJoCo's own distance between the pair's geoms at a qpos, with
+  the contact point and normal (MJX's collision functions, in JAX): the default
+  separation and the contact frame of the default features.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from ..core._mjx import mjx
+from ..core._types import Array, Float
+
+_FREE, _BALL = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
+_SLIDE, _HINGE = int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE)
+SOFTMIN_M = 1e-3  # m: contacts within about this of the deepest one share the contact point and normal
+
+
+class PairJoints(NamedTuple):
+    """The learned pair's coordinates in a compiled model (static).
+
+    Attributes:
+        qadr, vadr: qpos and qvel addresses of the pair's joints, model order.
+        bodies: the pair's moving bodies (those with joints), model order.
+        body_q, body_v: per moving body, its (start, end) in the pair state's q and v parts.
+        free: per free joint, (q offset, v offset) of its 7 / 6 entries in the q and v parts.
+        ball: per ball joint, (q offset, v offset) of its 4 / 3 entries.
+        scalar: per slide or hinge joint, (q offset, v offset).
+        hinge: per scalar joint, whether it is a hinge (rad) or a slide (m).
+    """
+
+    qadr: tuple[int, ...]
+    vadr: tuple[int, ...]
+    bodies: tuple[int, ...]
+    body_q: tuple[tuple[int, int], ...]
+    body_v: tuple[tuple[int, int], ...]
+    free: tuple[tuple[int, int], ...]
+    ball: tuple[tuple[int, int], ...]
+    scalar: tuple[tuple[int, int], ...]
+    hinge: tuple[bool, ...]
+
+    @property
+    def nq(self) -> int:
+        return len(self.qadr)
+
+    @property
+    def size(self) -> int:
+        """The pair state's length, nq + nv of the pair."""
+        return len(self.qadr) + len(self.vadr)
+
+
+def body_id(m: mujoco.MjModel, scene: str, name: str) -> int:
+    """The id of body `name` ("world" is 0), or a ValueError naming the scene and the bodies it has."""
+    b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
+    if b < 0:
+        names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or f"#{i}" for i in range(m.nbody)]
+        raise ValueError(
+            f"scene {scene!r}: pair body {name!r} is not in the MJCF (its bodies: {', '.join(names)}); "
+            "set `pair` to two body names, 'world' for geoms of the worldbody"
+        )
+    return int(b)
+
+
+def pair_joints(m: mujoco.MjModel, scene: str, pair: tuple[str, str]) -> PairJoints:
+    """Resolve the pair's joints in `m`; a ValueError says what to change where the rule cannot read a body.
+
+    A moving pair body must hang from the world through bodies without joints (its
+    own joints then give its pose), and at least one of the two must move.
+    """
+    if len(pair) != 2 or pair[0] == pair[1]:
+        raise ValueError(f"scene {scene!r}: pair {pair!r} must name two different bodies")
+    ids = sorted({body_id(m, scene, name) for name in pair})
+    qadr: list[int] = []
+    vadr: list[int] = []
+    bodies, body_q, body_v = [], [], []
+    free, ball, scalar, hinge = [], [], [], []
+    for b in ids:
+        if m.body_jntnum[b] == 0:
+            continue
+        p = int(m.body_parentid[b])
+        while p != 0:
+            if m.body_jntnum[p] > 0:
+                name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)
+                parent = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, p)
+                raise ValueError(
+                    f"scene {scene!r}: pair body {name!r} hangs from body {parent!r}, which has joints; the pair "
+                    "state holds the pair bodies' own joints only: make the pair body a child of the world "
+                    "(give it the joints its parent had) or name the parent in `pair`"
+                )
+            p = int(m.body_parentid[p])
+        q0, v0 = len(qadr), len(vadr)
+        for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]):
+            kind, qa, va = int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
+            nq, nv = {_FREE: (7, 6), _BALL: (4, 3)}.get(kind, (1, 1))
+            (free if kind == _FREE else ball if kind == _BALL else scalar).append((len(qadr), len(vadr)))
+            if kind in (_SLIDE, _HINGE):
+                hinge.append(kind == _HINGE)
+            qadr += range(qa, qa + nq)
+            vadr += range(va, va + nv)
+        bodies.append(b)
+        body_q.append((q0, len(qadr)))
+        body_v.append((v0, len(vadr)))
+    if not bodies:
+        raise ValueError(f"scene {scene!r}: neither pair body {pair!r} has a joint; one of them must move")
+    return PairJoints(
+        tuple(qadr), tuple(vadr), tuple(bodies), tuple(body_q), tuple(body_v),
+        tuple(free), tuple(ball), tuple(scalar), tuple(hinge),
+    )  # fmt: skip
+
+
+# --- pair states -------------------------------------------------------------------------------
+
+
+def pair_state(joints: PairJoints, qpos, qvel):
+    """The pair's (qpos ‖ qvel) entries (..., nq + nv): NumPy or JAX, batched or not."""
+    xp = jnp if isinstance(qpos, jax.Array) or isinstance(qvel, jax.Array) else np
+    qa, va = np.asarray(joints.qadr, np.int64), np.asarray(joints.vadr, np.int64)
+    return xp.concatenate([qpos[..., qa], qvel[..., va]], axis=-1)
+
+
+def with_pair_state(joints: PairJoints, qpos: Float[Array, " nq"], qvel: Float[Array, " nv"], state):
+    """(qpos, qvel) of one world with the pair's entries set from `state` (JAX)."""
+    qa, va = np.asarray(joints.qadr, np.int64), np.asarray(joints.vadr, np.int64)
+    qpos, qvel, state = jnp.asarray(qpos), jnp.asarray(qvel), jnp.asarray(state)
+    k = joints.nq
+    return qpos.at[qa].set(state[:k].astype(qpos.dtype)), qvel.at[va].set(state[k:].astype(qvel.dtype))
+
+
+def _quat_slots(joints: PairJoints) -> list[int]:
+    return [q + 3 for q, _ in joints.free] + [q for q, _ in joints.ball]
+
+
+def interpolate(joints: PairJoints, a: Float[Array, " d"], b: Float[Array, " d"], s) -> Float[Array, " d"]:
+    """The pair state a fraction `s` ∈ [0, 1] of the way from `a` to `b` (nearby states; quaternions renormalised)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    for o in _quat_slots(joints):
+        b = b.at[o : o + 4].multiply(jnp.where(jnp.dot(a[o : o + 4], b[o : o + 4]) < 0, -1.0, 1.0))
+    out = (1.0 - s) * a + s * b
+    for o in _quat_slots(joints):
+        out = out.at[o : o + 4].set(out[o : o + 4] / jnp.linalg.norm(out[o : o + 4]))
+    return out
+
+
+def quat_mul(a: Float[Array, "4"], b: Float[Array, "4"]) -> Float[Array, "4"]:
+    """Hamilton product of scalar-first quaternions."""
+    aw, ax, ay, az = a[0], a[1], a[2], a[3]
+    bw, bx, by, bz = b[0], b[1], b[2], b[3]
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
+
+
+def quat_exp(rotvec: Float[Array, "3"]) -> Float[Array, "4"]:
+    """Unit quaternion of a rotation vector (rad)."""
+    theta = jnp.sqrt(jnp.sum(rotvec**2) + 1e-30)
+    return jnp.concatenate([jnp.cos(theta / 2)[None], jnp.sin(theta / 2) / theta * rotvec])
+
+
+def quat_log(q: Float[Array, "4"]) -> Float[Array, "3"]:
+    """Rotation vector (rad) of a unit quaternion, the shorter way round; the inverse of `quat_exp`."""
+    q = jnp.where(q[0] < 0, -q, q)
+    s = jnp.sqrt(jnp.sum(q[1:] ** 2) + 1e-30)
+    return 2 * jnp.arctan2(s, q[0]) / s * q[1:]
+
+
+def quat_to_mat(q: Float[Array, "4"]) -> Float[Array, "3 3"]:
+    """Rotation matrix (world from body) of a unit quaternion."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    return jnp.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def advance(joints: PairJoints, state: Float[Array, " d"], tau) -> Float[Array, " d"]:
+    """The pair state moved on by `tau` seconds at its velocities (a part of one step: positions only).
+
+    Slides and hinges by q̇ τ, free positions by v τ, quaternions by the body-frame
+    angular velocity (q ⊗ exp(ω τ)).  Gravity's ½ g τ² over τ < one step is below 5 µm at 1 ms.
+    """
+    state = jnp.asarray(state)
+    k = joints.nq
+    q, v = state[:k], state[k:]
+    for qo, vo in joints.scalar:
+        q = q.at[qo].add(v[vo] * tau)
+    for qo, vo in joints.free:
+        q = q.at[qo : qo + 3].add(v[vo : vo + 3] * tau)
+        quat = quat_mul(q[qo + 3 : qo + 7], quat_exp(v[vo + 3 : vo + 6] * tau))
+        q = q.at[qo + 3 : qo + 7].set(quat / jnp.linalg.norm(quat))
+    for qo, vo in joints.ball:
+        quat = quat_mul(q[qo : qo + 4], quat_exp(v[vo : vo + 3] * tau))
+        q = q.at[qo : qo + 4].set(quat / jnp.linalg.norm(quat))
+    return jnp.concatenate([q, v])
+
+
+# --- the pair's contacts made explicit -----------------------------------------------------------
+
+
+def _mix(m: mujoco.MjModel, g1: int, g2: int) -> dict:
+    """MuJoCo's parameters of a contact between geoms g1 and g2 generated from contype/conaffinity (mj_contactParam)."""
+    if m.geom_priority[g1] != m.geom_priority[g2]:
+        g = g1 if m.geom_priority[g1] > m.geom_priority[g2] else g2
+        f = m.geom_friction[g]
+        return {
+            "condim": int(m.geom_condim[g]),
+            "friction": [f[0], f[0], f[1], f[2], f[2]],
+            "solref": list(m.geom_solref[g]),
+            "solimp": list(m.geom_solimp[g]),
+        }
+    s1, s2 = float(m.geom_solmix[g1]), float(m.geom_solmix[g2])
+    eps = mujoco.mjMINVAL
+    mix = 0.5 if (s1 < eps and s2 < eps) else 0.0 if s1 < eps else 1.0 if s2 < eps else s1 / (s1 + s2)
+    f = np.maximum(m.geom_friction[g1], m.geom_friction[g2])
+    r1, r2 = m.geom_solref[g1], m.geom_solref[g2]
+    solref = mix * r1 + (1 - mix) * r2 if (r1[0] > 0 and r2[0] > 0) else np.minimum(r1, r2)
+    return {
+        "condim": int(max(m.geom_condim[g1], m.geom_condim[g2])),
+        "friction": [f[0], f[0], f[1], f[2], f[2]],
+        "solref": list(solref),
+        "solimp": list(mix * m.geom_solimp[g1] + (1 - mix) * m.geom_solimp[g2]),
+    }
+
+
+def with_explicit_pairs(spec: mujoco.MjSpec, pair_bodies: tuple[str, str]) -> mujoco.MjSpec:
+    """Make every contact between the pair's bodies an explicit `<pair>` (changes and returns `spec`).
+
+    Each geom combination that MuJoCo would collide from contype/conaffinity becomes a
+    `<pair>` named "clashx_pair_<geom1>_<geom2>" with the parameters MuJoCo's mixing
+    rules give it (`_mix`; margin and gap the larger of the two), and the two bodies
+    are excluded from dynamic contacts: the same contacts, now one row each that the
+    hybrid rule can switch off in one world.
+    """
+    m = spec.compile()
+    ids = [0 if name == "world" else mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name) for name in pair_bodies]
+    geoms = [np.flatnonzero(m.geom_bodyid == b) for b in ids]
+    name = lambda g: mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, int(g))  # noqa: E731
+    added = False
+    for g1 in geoms[0]:
+        for g2 in geoms[1]:
+            if not (m.geom_contype[g1] & m.geom_conaffinity[g2] or m.geom_contype[g2] & m.geom_conaffinity[g1]):
+                continue
+            if m.geom_type[g1] == m.geom_type[g2] == mujoco.mjtGeom.mjGEOM_PLANE:
+                continue
+            n1, n2 = name(g1), name(g2)
+            if not n1 or not n2:
+                raise ValueError(
+                    f"the pair's geoms collide through contype/conaffinity but geom #{g1 if not n1 else g2} has no "
+                    "name: give every geom of the pair a name (clashx makes their contacts explicit <pair>s)"
+                )
+            p = _mix(m, int(g1), int(g2))
+            pr = spec.add_pair(geomname1=n1, geomname2=n2)
+            pr.name = f"clashx_pair_{n1}_{n2}"
+            pr.condim = p["condim"]
+            pr.friction = np.asarray(p["friction"], np.float64)
+            pr.solref = np.asarray(p["solref"], np.float64)
+            pr.solimp = np.asarray(p["solimp"], np.float64)
+            pr.margin = float(max(m.geom_margin[g1], m.geom_margin[g2]))
+            pr.gap = float(max(m.geom_gap[g1], m.geom_gap[g2]))
+            added = True
+    if added:
+        spec.add_exclude(bodyname1=pair_bodies[0], bodyname2=pair_bodies[1])
+    return spec
+
+
+def pair_rows(m: mujoco.MjModel, pair_bodies: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    """The `<pair>` ids between the two bodies, and for each whether its geom1 is on the first body.
+
+    The hybrid rule switches these rows off through an impact window; the flag orients
+    MuJoCo's contact normal (geom1 → geom2) from the second body to the first.
+    """
+    rows, first = [], []
+    b0, b1 = pair_bodies
+    for i in range(m.npair):
+        o1, o2 = int(m.geom_bodyid[m.pair_geom1[i]]), int(m.geom_bodyid[m.pair_geom2[i]])
+        if {o1, o2} == {b0, b1}:
+            rows.append(i)
+            first.append(o1 == b0)
+    return tuple(rows), tuple(first)
+
+
+_PLANE = int(mujoco.mjtGeom.mjGEOM_PLANE)
+_SUPPORTED = {
+    int(mujoco.mjtGeom.mjGEOM_SPHERE),
+    int(mujoco.mjtGeom.mjGEOM_CAPSULE),
+    int(mujoco.mjtGeom.mjGEOM_ELLIPSOID),
+    int(mujoco.mjtGeom.mjGEOM_CYLINDER),
+    int(mujoco.mjtGeom.mjGEOM_BOX),
+    int(mujoco.mjtGeom.mjGEOM_MESH),
+}
+
+
+class PairGeometry(NamedTuple):
+    """The pair's `<pair>` rows split by how their distance is computed (static).
+
+    Attributes:
+        planes: (plane geom, other geom, sign) of each row against a plane: the other geom's
+            support point along the plane's normal, exact whether apart or not; sign +1 where
+            the plane is on the pair's second body (the normal then points to the first).
+        others: (geom1, geom2, sign) of every other row: MJX's collision function for the two
+            (exact for spheres and capsules, a separating-axis bound for boxes and meshes).
+    """
+
+    planes: tuple[tuple[int, int, float], ...]
+    others: tuple[tuple[int, int, float], ...]
+    first: int
+
+
+def pair_geometry(m: mujoco.MjModel, rows: tuple[int, ...], first_body: int) -> PairGeometry:
+    """Split the pair's rows (`pair_rows`) of `m`; a geom whose distance cannot be computed raises naming it."""
+    planes, others = [], []
+    for i in rows:
+        g1, g2 = int(m.pair_geom1[i]), int(m.pair_geom2[i])
+        if _PLANE in (int(m.geom_type[g1]), int(m.geom_type[g2])):
+            plane, other = (g1, g2) if int(m.geom_type[g1]) == _PLANE else (g2, g1)
+            if int(m.geom_type[other]) not in _SUPPORTED:
+                name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, other)
+                raise ValueError(f"geom {name!r} against a plane: clashx's separation handles sphere, capsule, "
+                                 "ellipsoid, cylinder, box and mesh geoms; give the scene a separation(qpos)")  # fmt: skip
+            planes.append((plane, other, 1.0 if int(m.geom_bodyid[other]) == first_body else -1.0))
+        else:
+            others.append((g1, g2, -1.0 if int(m.geom_bodyid[g1]) == first_body else 1.0))
+    return PairGeometry(tuple(planes), tuple(others), first_body)
+
+
+def pair_only(spec: mujoco.MjSpec, pair_bodies: tuple[str, str]) -> mujoco.MjModel:
+    """The model whose collision pass finds the pair's contacts that involve no plane, and nothing else.
+
+    `spec` must have gone through `with_explicit_pairs`; every other `<pair>` (and the
+    pair's rows against a plane, which `pair_contact` computes itself) is deleted and
+    every geom's contype and conaffinity cleared.  Geom and body ids are the full model's.
+    The copy is for `pair_contact` only, never simulated.
+    """
+    spec = spec.copy()
+    m = spec.compile()
+    ids = {0 if name == "world" else mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name) for name in pair_bodies}
+    owner = {g.name: int(m.geom_bodyid[i]) for i, g in enumerate(spec.geoms) if g.name}
+    plane = {g.name for i, g in enumerate(spec.geoms) if g.name and int(m.geom_type[i]) == _PLANE}
+    found = False
+    for p in list(spec.pairs):
+        ours = {owner.get(p.geomname1), owner.get(p.geomname2)} == ids
+        found |= ours
+        if not ours or p.geomname1 in plane or p.geomname2 in plane:
+            spec.delete(p)
+    if not found:
+        raise ValueError(
+            f"the pair {pair_bodies!r} has no contact in the MJCF: no <pair> and no contype/conaffinity match"
+        )
+    for g in spec.geoms:
+        g.contype, g.conaffinity = 0, 0
+    return spec.compile()
+
+
+def _support(m: mujoco.MjModel, g: int, pos, mat, u) -> Float[Array, "3"]:
+    """The point of geom `g` (at pos, mat) farthest along the unit direction `u` (world)."""
+    kind, size = int(m.geom_type[g]), np.asarray(m.geom_size[g])
+    local = mat.T @ u
+    if kind == int(mujoco.mjtGeom.mjGEOM_SPHERE):
+        p = size[0] * local
+    elif kind == int(mujoco.mjtGeom.mjGEOM_CAPSULE):
+        p = jnp.array([0.0, 0.0, size[1]]) * jnp.sign(local[2]) + size[0] * local
+    elif kind == int(mujoco.mjtGeom.mjGEOM_ELLIPSOID):
+        s2 = jnp.asarray(size**2) * local
+        p = s2 / jnp.sqrt(jnp.sum(jnp.asarray(size**2) * local**2) + 1e-30)
+    elif kind == int(mujoco.mjtGeom.mjGEOM_CYLINDER):
+        radial = local.at[2].set(0.0)
+        radial = radial / jnp.sqrt(jnp.sum(radial**2) + 1e-30)
+        p = size[0] * radial + jnp.array([0.0, 0.0, size[1]]) * jnp.sign(local[2])
+    elif kind == int(mujoco.mjtGeom.mjGEOM_BOX):
+        p = jnp.asarray(size[:3]) * jnp.sign(local)
+    else:  # a mesh: its (convex) vertices, in the geom's frame
+        mesh = int(m.geom_dataid[g])
+        adr, num = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
+        vert = jnp.asarray(m.mesh_vert[adr : adr + num])
+        p = vert[jnp.argmax(vert @ local)]
+    return pos + mat @ p
+
+
+class PairContact(NamedTuple):
+    """Where the pair touches, or nearly: MuJoCo's own distance and contact frame at one qpos.
+
+    Attributes:
+        dist: the smallest signed distance between the pair's geoms (m; < 0 overlapping).
+        point: the contact point (3,), world; contacts within ~SOFTMIN_M of the deepest are averaged.
+        normal: the unit normal (3,), world, pointing from the pair's second body towards its first.
+    """
+
+    dist: Float[Array, ""]
+    point: Float[Array, "3"]
+    normal: Float[Array, "3"]
+
+
+def pair_contact(model: mujoco.MjModel, geometry: PairGeometry, qpos: Float[Array, " nq"]) -> PairContact:
+    """The distance, contact point and normal of the pair at `qpos` (JAX; `model`: `pair_only`'s).
+
+    A row against a plane is the other geom's support point along the plane's normal
+    (`_support`: exact apart and overlapping); any other row is MJX's collision function.
+    Rows within ~SOFTMIN_M of the closest share the point and normal.
+    """
+    m = mjx.put_model(model)
+    d = mjx.make_data(m).replace(qpos=jnp.asarray(qpos, m.qpos0.dtype))
+    d = mjx.kinematics(m, d)
+    dists, points, normals = [], [], []
+    for plane, other, sign in geometry.planes:
+        n = d.geom_xmat[plane][:, 2]
+        tip = _support(model, other, d.geom_xpos[other], d.geom_xmat[other], -n)
+        dists.append(jnp.dot(tip - d.geom_xpos[plane], n)[None])
+        points.append(tip[None])
+        normals.append((sign * n)[None])
+    if geometry.others:  # every contact of this model is one of them (`pair_only`)
+        c = mjx.collision(m, d)._impl.contact
+        owner = jnp.asarray(model.geom_bodyid)[c.geom[:, 0]]
+        sign = jnp.where(owner == geometry.first, -1.0, 1.0)  # MuJoCo's normal runs geom1 -> geom2
+        dists.append(c.dist)
+        points.append(c.pos)
+        normals.append(sign[:, None] * c.frame[:, 0, :])
+    dist, point, normal = (jnp.concatenate(x) for x in (dists, points, normals))
+    near = jax.nn.softmax(-(dist - jnp.min(dist)) / SOFTMIN_M)
+    n = jnp.sum(near[:, None] * normal, axis=0)
+    return PairContact(jnp.min(dist), jnp.sum(near[:, None] * point, axis=0), n / jnp.linalg.norm(n))
+
+
+# --- the contact frame: default features and targets ----------------------------------------------
+
+
+def body_motions(
+    model: mujoco.MjModel, joints: PairJoints, qpos: Float[Array, " nq"], qvel: Float[Array, " nv"]
+) -> list[tuple[Float[Array, "3"], Float[Array, "3 3"], Float[Array, "3"], Float[Array, "3"]]]:
+    """(origin, rotation world-from-body, origin velocity, angular velocity) of each moving pair body, world frame.
+
+    MJX's kinematics and body Jacobians (`mjx.jac`) on `model` (any model of the
+    scene's kinematic tree), so slide, hinge, ball and free joints are read alike.
+    """
+    m = mjx.put_model(model)
+    d = mjx.make_data(m).replace(qpos=jnp.asarray(qpos, m.qpos0.dtype), qvel=jnp.asarray(qvel, m.qpos0.dtype))
+    d = mjx.com_pos(m, mjx.kinematics(m, d))
+    out = []
+    for b in joints.bodies:
+        jacp, jacr = mjx.jac(m, d, d.xpos[b], b)
+        out.append((d.xpos[b], d.xmat[b], jacp.T @ d.qvel, jacr.T @ d.qvel))
+    return out
+
+
+def contact_axes(normal: Float[Array, "3"], v_rel: Float[Array, "3"], floor: float) -> Float[Array, "3 3"]:
+    """World-from-contact-frame rotation: z the normal, x along the tangential relative velocity.
+
+    Below `floor` m/s of tangential speed x turns smoothly to the world's x (or y, for a
+    normal near x) projected onto the contact plane; the impact is the same seen from any
+    x, so the choice only has to be consistent between the features and the targets.
+    """
+    n = normal
+    u = v_rel - jnp.dot(v_rel, n) * n
+    ex = jnp.array([1.0, 0.0, 0.0], n.dtype) - n[0] * n
+    ey = jnp.array([0.0, 1.0, 0.0], n.dtype) - n[1] * n
+    e = jnp.where(jnp.linalg.norm(ex) > 0.5, ex, ey)
+    t1 = u + floor * e / jnp.linalg.norm(e)
+    t1 = t1 / jnp.maximum(jnp.linalg.norm(t1), 1e-12)
+    return jnp.stack([t1, jnp.cross(n, t1), n], axis=1)
+
+
+def contact_features(joints: PairJoints, state, axes, point, v_rel, gravity, motions) -> Float[Array, " f"]:
+    """The impact seen in its contact frame `axes` (world from frame), (15 · bodies + 6 + slides and hinges,).
+
+    Per moving body: its orientation (the first two columns of Aᵀ R), its origin from
+    the contact point, its origin's velocity and its angular velocity; then the relative
+    velocity at the contact point and gravity's direction.  Invariant to where the
+    impact happens and to its heading, so a table's impacts everywhere look alike.
+    Slide and hinge joints, whose targets are in joint coordinates (`frame_targets`),
+    add their velocities as they are, so that the network sees the direction they move in.
+    """
+    parts = []
+    for x, rot, v, w in motions:
+        parts += [(axes.T @ rot)[:, :2].ravel(), axes.T @ (x - point), axes.T @ v, axes.T @ w]
+    g = gravity / jnp.maximum(jnp.linalg.norm(gravity), 1e-12)
+    joint_v = jnp.stack([state[joints.nq + vo] for _, vo in joints.scalar]) if joints.scalar else jnp.zeros(0)
+    return jnp.concatenate([*parts, axes.T @ v_rel, axes.T @ g, joint_v.astype(axes.dtype)])
+
+
+def _free_parts(state, k: int, qo: int, vo: int):
+    q, v = state[:k], state[k:]
+    quat = q[qo + 3 : qo + 7] / jnp.linalg.norm(q[qo + 3 : qo + 7])
+    return q[qo : qo + 3], quat, v[vo : vo + 3], quat_to_mat(quat) @ v[vo + 3 : vo + 6]
+
+
+def _quat_conj(q):
+    return q * jnp.array([1.0, -1.0, -1.0, -1.0], q.dtype)
+
+
+def frame_targets(joints: PairJoints, axes, pre: Float[Array, " d"], post: Float[Array, " d"]) -> Float[Array, " k"]:
+    """What changes over an impact, per joint: a free joint in the contact frame, others in their coordinates.
+
+    Free joint (12): Δv, Δω (world angular velocity), Δx of the body origin and the
+    rotation vector of R_post R_preᵀ, each as Aᵀ(·).  Ball joint (6): the change of its
+    local angular velocity and the local rotation vector of q_pre⁻¹ q_post.  Slide or
+    hinge (2): the change of its position and velocity.
+    """
+    k = joints.nq
+    out = []
+    for qo, vo in joints.free:
+        x0, q0, v0, w0 = _free_parts(pre, k, qo, vo)
+        x1, q1, v1, w1 = _free_parts(post, k, qo, vo)
+        rot = quat_log(quat_mul(q1, _quat_conj(q0)))
+        out += [axes.T @ (v1 - v0), axes.T @ (w1 - w0), axes.T @ (x1 - x0), axes.T @ rot]
+    for qo, vo in joints.ball:
+        q0 = pre[qo : qo + 4] / jnp.linalg.norm(pre[qo : qo + 4])
+        q1 = post[qo : qo + 4] / jnp.linalg.norm(post[qo : qo + 4])
+        out += [post[k + vo : k + vo + 3] - pre[k + vo : k + vo + 3], quat_log(quat_mul(_quat_conj(q0), q1))]
+    for qo, vo in joints.scalar:
+        out.append(jnp.stack([post[qo] - pre[qo], post[k + vo] - pre[k + vo]]))
+    return jnp.concatenate(out)
+
+
+def post_from_frame_targets(joints: PairJoints, axes, pre: Float[Array, " d"], y: Float[Array, " k"]):
+    """The post-window pair state from `pre` and `frame_targets`' values: their inverse."""
+    k = joints.nq
+    q, v = jnp.asarray(pre[:k]), jnp.asarray(pre[k:])
+    i = 0
+    for qo, vo in joints.free:
+        x0, q0, v0, w0 = _free_parts(pre, k, qo, vo)
+        dv, dw, dx, rot = (axes @ y[i + 3 * j : i + 3 * j + 3] for j in range(4))
+        i += 12
+        q1 = quat_mul(quat_exp(rot), q0)
+        q1 = q1 / jnp.linalg.norm(q1)
+        q = q.at[qo : qo + 3].set(x0 + dx).at[qo + 3 : qo + 7].set(q1)
+        v = v.at[vo : vo + 3].set(v0 + dv).at[vo + 3 : vo + 6].set(quat_to_mat(q1).T @ (w0 + dw))
+    for qo, vo in joints.ball:
+        q0 = q[qo : qo + 4] / jnp.linalg.norm(q[qo : qo + 4])
+        q1 = quat_mul(q0, quat_exp(y[i + 3 : i + 6]))
+        q = q.at[qo : qo + 4].set(q1 / jnp.linalg.norm(q1))
+        v = v.at[vo : vo + 3].add(y[i : i + 3])
+        i += 6
+    for qo, vo in joints.scalar:
+        q = q.at[qo].add(y[i])
+        v = v.at[vo].add(y[i + 1])
+        i += 2
+    return jnp.concatenate([q, v])
+
+
+def speed_scales(model: mujoco.MjModel, joints: PairJoints) -> np.ndarray:
+    """Per pair qvel entry, what turns it into a speed: 1 for a translation, the body's radius of gyration (m)
+    for a rotation, so that a relative error weighs spin as it weighs in the body's kinetic energy."""
+    scale = np.ones(len(joints.vadr))
+    dof_body = model.dof_bodyid
+    for i, va in enumerate(joints.vadr):
+        j = model.dof_jntid[va]
+        kind = int(model.jnt_type[j])
+        rotational = kind in (_HINGE, _BALL) or (kind == _FREE and va - model.jnt_dofadr[j] >= 3)
+        if rotational:
+            b = dof_body[va]
+            scale[i] = float(np.sqrt(np.sum(model.body_inertia[b]) / (2.0 * max(model.body_mass[b], 1e-12))))
+    return scale
+
+
+def pair_energy(model: mujoco.MjModel, joints: PairJoints, qpos, qvel) -> tuple[Float[Array, ""], Float[Array, ""]]:
+    """(kinetic, gravitational potential) energy of the pair's moving bodies at one world's state, J.
+
+    Each body's ½ m |v_com|² + ½ ωᵀ I ω and −m g · com (MJX's kinematics, body Jacobians at
+    the centre of mass); the potential's zero is the world origin.
+    """
+    m = mjx.put_model(model)
+    d = mjx.make_data(m).replace(qpos=jnp.asarray(qpos, m.qpos0.dtype), qvel=jnp.asarray(qvel, m.qpos0.dtype))
+    d = mjx.com_pos(m, mjx.kinematics(m, d))
+    g = jnp.asarray(model.opt.gravity, d.qpos.dtype)
+    kinetic = potential = jnp.zeros((), d.qpos.dtype)
+    for b in joints.bodies:
+        jacp, jacr = mjx.jac(m, d, d.xipos[b], b)
+        v, w = jacp.T @ d.qvel, jacr.T @ d.qvel
+        inertia = d.ximat[b] @ jnp.diag(jnp.asarray(model.body_inertia[b], d.qpos.dtype)) @ d.ximat[b].T
+        mass = float(model.body_mass[b])
+        kinetic = kinetic + 0.5 * mass * v @ v + 0.5 * w @ inertia @ w
+        potential = potential - mass * g @ d.xipos[b]
+    return kinetic, potential
