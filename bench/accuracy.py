@@ -35,14 +35,19 @@ import time
 
 import jax
 
-from clashx.core._io import write_json
-from clashx.events import _metrics
-from clashx.events._data import lab_recording
-from clashx.events._events import read_npz
-from clashx.scenes import _geometry as geo
-from clashx.surrogate._surrogate import load_or_shipped
-from clashx.workflows._plots import plot_alpha_curves, plot_tracks
-from clashx.workflows._strike_compare import ALL_METHODS, CompareConfig, compare, table, track_comparison
+from clashx.core import write_json
+from clashx.events import alpha_curve, lab_recording, read_npz
+from clashx.scenes import geometry as geo
+from clashx.surrogate import load_or_shipped
+from clashx.workflows import (
+    ALL_METHODS,
+    CompareConfig,
+    compare,
+    plot_alpha_curves,
+    plot_tracks,
+    table,
+    track_comparison,
+)
 
 # MuJoCo-side identifications; the JSON's `mujoco_identified` is the best of them in this run
 MUJOCO_FITS = ("mujoco_identified", "mujoco_identified_3", "mujoco_sysid_tracks", "mjx_identified")
@@ -87,7 +92,7 @@ def main() -> None:
     print(f"device {device}; wall time {time.perf_counter() - t0:.0f} s")
     if a.plot:
         length = geo.characteristic_length(a.shape)
-        curves = {n: _metrics.alpha_curve(p, result["truth"], length) for n, p in result["predictions"].items()}
+        curves = {n: alpha_curve(p, result["truth"], length) for n, p in result["predictions"].items()}
         plot_alpha_curves(curves, a.plot, title=f"{a.shape}: {os.path.basename(test_path)}")
         track_png = os.path.splitext(a.plot)[0] + "-track.png"
         plot_tracks(track_comparison(result, test, 0), track_png, title=f"{a.shape}: test strike 0")

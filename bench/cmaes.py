@@ -45,16 +45,14 @@ import jax
 import numpy as np
 
 from clashx import hybrid as _hybrid
-from clashx.baselines import _baselines as bl
-from clashx.core._io import write_json
-from clashx.events._data import lab_recording
-from clashx.events._events import read_npz
-from clashx.events._ingest import ingest_strike_lab
-from clashx.learn._lab_fit import LabFitConfig, fit_recording
-from clashx.optimize import _optimize
-from clashx.scenes import _geometry as geo
-from clashx.scenes import _strike
-from clashx.surrogate._surrogate import load_or_shipped
+from clashx.baselines import identify_cmaes, nominal_params
+from clashx.core import write_json
+from clashx.events import ingest_strike_lab, lab_recording, read_npz
+from clashx.learn import LabFitConfig, fit_recording
+from clashx.optimize import MBOConfig, cached_hybrid, clip_to_ranges, identify_from_rest, optimize, to_start_frame, wrap
+from clashx.scenes import geometry as geo
+from clashx.scenes import simulate_strikes_c
+from clashx.surrogate import load_or_shipped
 
 LAB_DIR = Path(__file__).resolve().parents[2] / "shared" / "lab"
 MBO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx", "mujoco_identified_velocity", "clashx_velocity")
@@ -94,9 +92,7 @@ def fit_events(rec: dict, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if str(ev["shape"]) != shape:
         raise SystemExit(f"--fit: strikes on the {str(ev['shape'])!r} block, not {shape!r}")
     ok = ev["touched"] & np.isfinite(ev["post_velocity"]).all(1) & np.isfinite(ev["rest_pose"]).all(1)
-    rest = np.stack(
-        [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(ev["rest_pose"][ok], ev["start_pose"][ok])]
-    )
+    rest = np.stack([np.asarray(to_start_frame(r, s)) for r, s in zip(ev["rest_pose"][ok], ev["start_pose"][ok])])
     return ev["strike"][ok], ev["post_velocity"][ok], rest
 
 
@@ -113,11 +109,11 @@ def identify_methods(
     refit the slide's parameters on the fit strikes' rest poses (`identify_from_rest`, the same CMA-ES, the same
     `yaw_weight`: metres of rest-pose error one radian of yaw costs).
     """
-    hs = _optimize.cached_hybrid(sims, shape)  # the scenes the CMA-ES evaluators use too
+    hs = cached_hybrid(sims, shape)  # the scenes the CMA-ES evaluators use too
     sim = hs.sim
     strikes, vel, rest = fit_events(rec, shape)
     key = jax.random.PRNGKey(seed)
-    out = {"mujoco_nominal": (bl.nominal_params(sim), None, {})}
+    out = {"mujoco_nominal": (nominal_params(sim), None, {})}
     model = load_or_shipped(os.path.join(models, shape) if models else None, shape)
 
     t0 = time.perf_counter()
@@ -127,7 +123,7 @@ def identify_methods(
     def rest_h(s, p):
         return _hybrid.hybrid_rollouts_c(hs, tuned, s, p).rest_pose
 
-    p_h, loss_h = _optimize.identify_from_rest(
+    p_h, loss_h = identify_from_rest(
         rest_h, sim.space, lab.params, strikes, rest, key=key, free=SLIDE_REFIT, yaw_weight=yaw_weight
     )
     out["clashx_velocity"] = (lab.params, tuned, {"params": lab.params.tolist()})
@@ -148,14 +144,14 @@ def identify_methods(
     config = LabFitConfig()
     mu2 = float(np.clip(lab.report["ground"]["mu2"], sim.space.low[1], sim.space.high[1]))
     prior = dict(config.prior_std) | {"mu2": config.stage1_slide_std}
-    cma = bl.identify_cmaes(
+    cma = identify_cmaes(
         sim, strikes, vel, key=key, population=16, generations=30, base=sim.space.vector(mu2=mu2), prior_std=prior
     )
 
     def rest_c(s, p):
-        return _strike.simulate_strikes_c(sim, s, p).rest_pose
+        return simulate_strikes_c(sim, s, p).rest_pose
 
-    p_c, loss_c = _optimize.identify_from_rest(
+    p_c, loss_c = identify_from_rest(
         rest_c, sim.space, cma.params, strikes, rest, key=key, free=SLIDE_REFIT, yaw_weight=yaw_weight
     )
     out["mujoco_identified_velocity"] = (np.asarray(cma.params), None, {"params": cma.params.tolist()})
@@ -170,7 +166,7 @@ def identify_methods(
 
 def clamped_count(shape, handler, strikes, params, sims) -> int:
     """How many of the chosen strikes' impacts the hybrid's energy guard clamped."""
-    return int(_hybrid.hybrid_rollouts_c(_optimize.cached_hybrid(sims, shape), handler, strikes, params).clamped.sum())
+    return int(_hybrid.hybrid_rollouts_c(cached_hybrid(sims, shape), handler, strikes, params).clamped.sum())
 
 
 def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.ndarray:
@@ -178,7 +174,7 @@ def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.nd
     engine = "cpu-hybrid" if method.startswith("clashx") else "mujoco-c-two-phase"
     chosen = []
     for i, target in enumerate(targets):
-        r = _optimize.optimize(
+        r = optimize(
             engine,
             shape,
             params,
@@ -189,7 +185,7 @@ def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.nd
             handler=handler,
             sims=sims,
         )
-        chosen.append(_optimize.clip_to_ranges(r.strike))
+        chosen.append(clip_to_ranges(r.strike))
     return np.stack(chosen)
 
 
@@ -203,7 +199,7 @@ def timing(shape, params, handler, targets, config, sims, *, seed) -> dict:
         def job(ts, engine=engine, h=h):
             for i, t in enumerate(ts):
                 jax.block_until_ready(
-                    _optimize.optimize(
+                    optimize(
                         engine,
                         shape,
                         params,
@@ -288,7 +284,7 @@ def main() -> None:
     a.timing_shape = a.timing_shape or a.shape or "square"
     if not a.no_timing and a.timing_shape not in shapes:
         ap.error(f"--timing-shape {a.timing_shape} must be among the shapes run ({', '.join(shapes)})")
-    config = _optimize.MBOConfig(population=a.population, generations=a.generations).check()
+    config = MBOConfig(population=a.population, generations=a.generations).check()
     sims: dict = {}
     result: dict = {
         "device": jax.devices()[0].device_kind,
@@ -314,7 +310,7 @@ def main() -> None:
         rec = run_lab(shape, a.lab, os.path.join(work, f"targets_{shape}.npz"), n=a.targets, seed=100)
         ok = rec["touched"].astype(bool)
         targets = np.stack(
-            [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(rec["final_pose"][ok], rec["start_pose"][ok])]
+            [np.asarray(to_start_frame(r, s)) for r, s in zip(rec["final_pose"][ok], rec["start_pose"][ok])]
         )
         methods = identify_methods(shape, fit, a.models, sims, seed=a.seed)
         identified[shape], all_targets[shape] = methods, targets
@@ -326,11 +322,9 @@ def main() -> None:
             strikes = mbo(shape, method, params, handler, targets, config, sims, seed=a.seed)
             t_opt = time.perf_counter() - t1
             lab = run_lab(shape, a.lab, os.path.join(work, f"mbo_{shape}_{method}.npz"), strikes=strikes)
-            final = np.stack(
-                [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(lab["final_pose"], lab["start_pose"])]
-            )
+            final = np.stack([np.asarray(to_start_frame(r, s)) for r, s in zip(lab["final_pose"], lab["start_pose"])])
             pos = np.linalg.norm(final[:, :2] - targets[:, :2], axis=1)
-            yaw = np.abs(np.asarray(_optimize.wrap(final[:, 2] - targets[:, 2])))
+            yaw = np.abs(np.asarray(wrap(final[:, 2] - targets[:, 2])))
             result["mbo"][shape][method] = {
                 "pos_err_m_median": float(np.median(pos)),
                 "ori_err_rad_median": float(np.median(yaw)),

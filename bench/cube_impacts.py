@@ -24,11 +24,17 @@ import time
 import jax
 import numpy as np
 
-from clashx.events._cube_impacts import FEATURES, coverage, generate_bounce_events, impact_features
-from clashx.events._data import data_path
-from clashx.events._events import load_events, save_events
-from clashx.events._ingest_cube import ingest_cube_tosses
-from clashx.scenes import _toss
+from clashx.events import (
+    FEATURES,
+    coverage,
+    data_path,
+    generate_bounce_events,
+    impact_features,
+    ingest_cube_tosses,
+    load_events,
+    save_events,
+)
+from clashx.scenes import make_toss_sim, sample_toss_inputs, toss_events
 
 CHUNK = 8192
 
@@ -44,8 +50,8 @@ def _make(path: str, n: int, key, bounce: bool, sim) -> dict:
         if bounce:
             parts.append(generate_bounce_events(sim, m, key=k))
         else:
-            s, p = _toss.sample_toss_inputs(m, key=k)
-            parts.append(_toss.toss_events(sim, np.asarray(s), np.asarray(p), engine="c"))
+            s, p = sample_toss_inputs(m, key=k)
+            parts.append(toss_events(sim, np.asarray(s), np.asarray(p), engine="c"))
         print(f"  {os.path.basename(path)}: {min((i + 1) * CHUNK, n)}/{n} tosses ({time.perf_counter() - t0:.0f} s)")
     ev = {k: np.concatenate([q[k] for q in parts]) for k in ("initial_state", "pre_state", "post_state", "t_impact")}
     ev |= {k: np.concatenate([q[k] for q in parts]) for k in ("params", "toss_id")}
@@ -94,7 +100,7 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="write the coverage and the impact counts here")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    sim = _toss.make_toss_sim()
+    sim = make_toss_sim()
     k_toss, k_bounce = jax.random.split(jax.random.PRNGKey(a.seed))
     toss = _make(os.path.join(a.out, "toss.npz"), a.n_toss, k_toss, False, sim)
     bounce = _make(os.path.join(a.out, "bounce.npz"), a.n_bounce, k_bounce, True, sim)

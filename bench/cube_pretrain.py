@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from clashx.learn._cube_learn import cube_pretrain_config, pretrain_cube
+from clashx.learn import cube_pretrain_config, pretrain_cube
 
 
 def main() -> None:

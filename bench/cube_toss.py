@@ -42,9 +42,8 @@ import time
 
 import jax
 
-from clashx.events._data import data_path
-from clashx.workflows._cube_pipeline import METHODS, CubeTossConfig, run_cube_toss, save_json, summary_table
-from clashx.workflows._plots import plot_tosses
+from clashx.events import data_path
+from clashx.workflows import METHODS, CubeTossConfig, plot_tosses, run_cube_toss, save_json, summary_table
 
 
 def main() -> None:

@@ -19,10 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from clashx.events import _metrics
-from clashx.events._generate import sample_strikes
-from clashx.scenes import _geometry as geo
-from clashx.scenes import _strike
+from clashx.events import relative_error, sample_strikes
+from clashx.scenes import geometry as geo
+from clashx.scenes import make_strike_sim, simulate_strikes_c, simulate_strikes_mjx
 
 
 def compare_engines(shape: str, n: int, seed: int, *, to_rest: bool = True, repeats: int = 1) -> dict:
@@ -30,13 +29,13 @@ def compare_engines(shape: str, n: int, seed: int, *, to_rest: bool = True, repe
 
     MJX's compile time is kept apart from its run time.
     """
-    sim = _strike.make_strike_sim(shape)
+    sim = make_strike_sim(shape)
     k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
     strikes = np.asarray(sample_strikes(n, key=k1), np.float64)
     params = np.asarray(sim.space.sample(n, key=k2), np.float64)
     s, p = jnp.asarray(strikes), jnp.asarray(params)
     t0 = time.perf_counter()
-    compiled = _strike.simulate_strikes_mjx.lower(sim, s, p, to_rest=to_rest).compile()
+    compiled = simulate_strikes_mjx.lower(sim, s, p, to_rest=to_rest).compile()
     t_compile = time.perf_counter() - t0
 
     def best(fn):
@@ -48,11 +47,11 @@ def compare_engines(shape: str, n: int, seed: int, *, to_rest: bool = True, repe
         return min(times), out
 
     t_mjx, ev_mjx = best(lambda: compiled(sim, s, p, to_rest=to_rest))
-    _strike.simulate_strikes_c(sim, strikes, params, to_rest=to_rest)  # warm-up: its JAX helpers compile once
-    t_c, ev_c = best(lambda: _strike.simulate_strikes_c(sim, strikes, params, to_rest=to_rest))
+    simulate_strikes_c(sim, strikes, params, to_rest=to_rest)  # warm-up: its JAX helpers compile once
+    t_c, ev_c = best(lambda: simulate_strikes_c(sim, strikes, params, to_rest=to_rest))
     length = geo.characteristic_length(shape)
     ok = np.asarray(ev_mjx.touched) & ev_c.touched
-    err = np.asarray(_metrics.relative_error(np.asarray(ev_mjx.post_velocity)[ok], ev_c.post_velocity[ok], length))
+    err = np.asarray(relative_error(np.asarray(ev_mjx.post_velocity)[ok], ev_c.post_velocity[ok], length))
     rest = np.linalg.norm(np.asarray(ev_mjx.rest_pose)[ok, :2] - ev_c.rest_pose[ok, :2], axis=1)
     return {
         "shape": shape,

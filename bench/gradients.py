@@ -55,12 +55,12 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from clashx.core._mjx import as_float64  # noqa: E402
+from clashx.core import as_float64  # noqa: E402
 from clashx.grad import PATHS, PosePath, strike_bcg_config  # noqa: E402
 from clashx.hybrid import make_hybrid_sim  # noqa: E402
-from clashx.optimize._optimize import cmaes_in_box  # noqa: E402
-from clashx.scenes import _geometry as geo  # noqa: E402
-from clashx.scenes import _strike  # noqa: E402
+from clashx.optimize import cmaes_in_box  # noqa: E402
+from clashx.scenes import geometry as geo  # noqa: E402
+from clashx.scenes import make_strike_sim, sample_strikes, simulate_strikes_c  # noqa: E402
 from clashx.surrogate import shipped_surrogate  # noqa: E402
 
 L_YAW = 0.05  # m: yaw enters the pose error as L·yaw
@@ -99,7 +99,7 @@ def c_poses(sim_c, base, inputs: Inputs, u) -> np.ndarray:
     strikes, contact = inputs.split(u)
     params = np.broadcast_to(np.asarray(base), (len(u), len(base))).copy()
     params[:, list(CONTACT)] = contact
-    return np.asarray(_strike.simulate_strikes_c(sim_c, strikes, params).rest_pose, np.float64)
+    return np.asarray(simulate_strikes_c(sim_c, strikes, params).rest_pose, np.float64)
 
 
 def reference_jacobians(sim_c, base, inputs, u, *, samples, smooth, step, key):
@@ -248,14 +248,14 @@ def gd_identify(fn, sim_c, base, inputs, strikes_u, truth_u, *, steps, lr, block
 def run_shape(shape: str, args, log=print) -> dict:
     """Everything the bench measures on one shape."""
     key = jax.random.fold_in(jax.random.PRNGKey(args.seed), hash(shape) % 1000)
-    sim_c = _strike.make_strike_sim(shape)
+    sim_c = make_strike_sim(shape)
     sim = as_float64(sim_c)
     hs = make_hybrid_sim(shape, sim=sim)
     handler = as_float64(shipped_surrogate(shape))
     base = jnp.asarray(sim.space.nominal, jnp.float64)
     inputs = Inputs(sim.space)
     k_u, k_ref, k_q, k_t, k_gd, k_cma, k_id, k_truth = jax.random.split(key, 8)
-    strikes = np.asarray(_strike.sample_strikes(args.strikes, key=k_u), np.float64)
+    strikes = np.asarray(sample_strikes(args.strikes, key=k_u), np.float64)
     u = inputs.unit(strikes, np.broadcast_to(np.asarray(base)[list(CONTACT)], (args.strikes, 3)))
     t0 = time.perf_counter()
     j_ref, j_se = reference_jacobians(
@@ -280,7 +280,7 @@ def run_shape(shape: str, args, log=print) -> dict:
     bcg = strike_bcg_config(
         n_bundle=args.bundle, sigma_pos=args.sigma_pos, sigma_vel=args.sigma_vel, horizon=args.bundle_horizon
     )
-    targets_strikes = np.asarray(_strike.sample_strikes(args.targets, key=k_t), np.float64)
+    targets_strikes = np.asarray(sample_strikes(args.targets, key=k_t), np.float64)
     targets = c_poses(
         sim_c,
         np.asarray(base),

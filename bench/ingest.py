@@ -18,13 +18,10 @@ import time
 
 import numpy as np
 
-from clashx.core._io import write_json
-from clashx.events import _metrics
-from clashx.events._data import lab_recording
-from clashx.events._events import read_npz
-from clashx.events._ingest import ingest_strike_lab
-from clashx.hybrid._slide import ingest_by_simulation
-from clashx.scenes import _geometry as geo
+from clashx.core import write_json
+from clashx.events import ingest_strike_lab, lab_recording, read_npz, relative_error
+from clashx.hybrid import ingest_by_simulation
+from clashx.scenes import geometry as geo
 
 
 def main() -> None:
@@ -52,7 +49,7 @@ def main() -> None:
         ev = ingest_by_simulation(rec, path) if method == "sim" else ingest_strike_lab(rec, path)
         dt = time.perf_counter() - t0
         ok = ev["touched"] & np.isfinite(ev["post_velocity"]).all(1) & np.isfinite(truth).all(1)
-        err = np.asarray(_metrics.relative_error(ev["post_velocity"][ok], truth[ok], length))
+        err = np.asarray(relative_error(ev["post_velocity"][ok], truth[ok], length))
         r = {
             "median": float(np.median(err)),
             "p90": float(np.percentile(err, 90)),

@@ -35,13 +35,13 @@ import jax
 import numpy as np
 from cmaes import LAB_DIR, mbo, run_lab  # bench/cmaes.py: strike_lab.py in a subprocess
 
-from clashx.core._io import write_json
-from clashx.events import _metrics
-from clashx.optimize import _optimize
-from clashx.scenes import _geometry as geo
-from clashx.scenes._strike import make_strike_sim
-from clashx.surrogate._surrogate import load_or_shipped, predict
-from clashx.workflows._next_strikes import CHECKPOINTS, strike_loop
+from clashx.core import write_json
+from clashx.events import alpha_accuracy
+from clashx.optimize import MBOConfig, to_start_frame
+from clashx.scenes import geometry as geo
+from clashx.scenes import make_strike_sim
+from clashx.surrogate import load_or_shipped, predict
+from clashx.workflows import CHECKPOINTS, strike_loop
 
 
 def main() -> None:
@@ -72,9 +72,9 @@ def main() -> None:
         rec = run_lab(a.shape, a.lab, os.path.join(tmp, "targets.npz"), n=a.mbo_targets, seed=100)
         hit = rec["touched"].astype(bool)
         targets = np.stack(
-            [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(rec["final_pose"][hit], rec["start_pose"][hit])]
+            [np.asarray(to_start_frame(r, s)) for r, s in zip(rec["final_pose"][hit], rec["start_pose"][hit])]
         )
-    config = _optimize.MBOConfig(generations=a.mbo_generations).check()
+    config = MBOConfig(generations=a.mbo_generations).check()
     sims: dict = {}
     calls = [0]
 
@@ -85,9 +85,7 @@ def main() -> None:
     def mbo_error(model, params, seed) -> float:
         strikes = mbo(a.shape, "clashx", params, model, targets, config, sims, seed=seed)
         rec = lab(strikes)
-        final = np.stack(
-            [np.asarray(_optimize.to_start_frame(r, s)) for r, s in zip(rec["final_pose"], rec["start_pose"])]
-        )
+        final = np.stack([np.asarray(to_start_frame(r, s)) for r, s in zip(rec["final_pose"], rec["start_pose"])])
         return float(np.median(np.linalg.norm(final[:, :2] - targets[:, :2], axis=1)))
 
     curves: dict[str, dict[str, list[float]]] = {}
@@ -103,7 +101,7 @@ def main() -> None:
                 model, sim, lab, key=key, criterion=criterion, start=a.start, checkpoints=checkpoints
             ):
                 pred = np.asarray(predict(cp["model"], test["strike"][ok], cp["params"]))
-                acc[str(cp["n"])].append(_metrics.alpha_accuracy(pred, test["post_velocity_true"][ok], length, 0.1))
+                acc[str(cp["n"])].append(alpha_accuracy(pred, test["post_velocity_true"][ok], length, 0.1))
                 if cp["n"] in mbo_at:
                     err[str(cp["n"])].append(mbo_error(cp["model"], cp["params"], 1000 * a.seed + r))
             print(

@@ -40,12 +40,27 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cmaes  # noqa: E402  (the shared identification of bench/cmaes.py)
 
-from clashx.core._io import write_json  # noqa: E402
-from clashx.pushing import _planner, _routes  # noqa: E402
-from clashx.pushing._env import PushEnv  # noqa: E402
-from clashx.pushing._episode import policy_controller, run_episode  # noqa: E402
-from clashx.pushing._train import PPOConfig, load_policy, save_policy, train_policy  # noqa: E402
-from clashx.workflows._push_cmd import plot_curve, tabulate  # noqa: E402
+from clashx.core import write_json
+from clashx.pushing import (
+    GOAL_TOL,
+    SAFE_HIGH,
+    SAFE_LOW,
+    SHAPE,
+    YAW_LENGTH,
+    PlannerConfig,
+    PPOConfig,
+    PushEnv,
+    evaluation_yaws,
+    load_policy,
+    plan_strike,
+    policy_controller,
+    route,
+    run_episode,
+    save_policy,
+    table_vii,
+    train_policy,
+)
+from clashx.workflows import plot_curve, tabulate
 
 SIMS = ("mujoco", "clashx")
 CONTROLLERS = ("policy", "planner")
@@ -77,19 +92,19 @@ def identify(lab_path: str, work: str, seed: int) -> dict:
         if (
             raw.get("lab") == os.path.abspath(lab_path)
             and raw.get("seed") == seed
-            and raw.get("yaw_weight") == _routes.YAW_LENGTH
+            and raw.get("yaw_weight") == YAW_LENGTH
         ):
             print(f"identification reused from {saved}", flush=True)
             return {s: (np.asarray(raw[s]["params"]), np.asarray(raw[s]["std"]), None, raw[s]["details"]) for s in SIMS}
-    rec = cmaes.run_lab(_routes.SHAPE, lab_path, os.path.join(work, "fit.npz"), n=10, seed=2)
-    methods = cmaes.identify_methods(_routes.SHAPE, rec, None, {}, seed=seed, yaw_weight=_routes.YAW_LENGTH)
+    rec = cmaes.run_lab(SHAPE, lab_path, os.path.join(work, "fit.npz"), n=10, seed=2)
+    methods = cmaes.identify_methods(SHAPE, rec, None, {}, seed=seed, yaw_weight=YAW_LENGTH)
     std = np.asarray(methods["clashx"][2]["std"], np.float64)
     out = {}
     for sim in SIMS:
         params, handler, details = methods[METHOD_OF[sim]]
         out[sim] = (np.asarray(params, np.float64), std, handler, details)
     record = {s: {"params": out[s][0].tolist(), "std": std.tolist(), "details": out[s][3]} for s in SIMS}
-    write_json(saved, record | {"lab": os.path.abspath(lab_path), "seed": seed, "yaw_weight": _routes.YAW_LENGTH})
+    write_json(saved, record | {"lab": os.path.abspath(lab_path), "seed": seed, "yaw_weight": YAW_LENGTH})
     return out
 
 
@@ -128,7 +143,7 @@ def train_all(
                     candidates.append(load_policy(folder))
                     print(f"{sim} route {r}: reused {folder}", flush=True)
                     continue
-                env = PushEnv(_routes.route(r), tables[sim], randomize=draws > 1)
+                env = PushEnv(route(r), tables[sim], randomize=draws > 1)
 
                 def progress(steps, m, sim=sim, r=r, k=k):
                     print(
@@ -159,14 +174,14 @@ def planner_controller(table, r, config, seed):
     """The receding-horizon CMA-ES planner as a controller (a fresh key every strike)."""
     import jax.numpy as jnp
 
-    from clashx.pushing._env import Task
+    from clashx.pushing import Task
 
     count = [0]
 
     def act(task: Task, seen: np.ndarray) -> np.ndarray:
         count[0] += 1
         now = Task(pose=jnp.asarray(seen, jnp.float32), goal=task.goal, used=task.used, draw=task.draw)
-        a, _ = _planner.plan_strike(table, r, now, config, key=jax.random.PRNGKey(seed * 100_003 + count[0]))
+        a, _ = plan_strike(table, r, now, config, key=jax.random.PRNGKey(seed * 100_003 + count[0]))
         return np.asarray(a)
 
     return act
@@ -177,8 +192,8 @@ def evaluate(lab_mod, lab_path, tables, policies, routes, episodes, controllers,
     lab_params = lab_mod.LabParams.load(lab_path)
     out: dict = {}
     for rn in routes:
-        r = _routes.route(rn)
-        yaws = _routes.evaluation_yaws(rn, episodes)
+        r = route(rn)
+        yaws = evaluation_yaws(rn, episodes)
         out[rn] = {}
         for sim in SIMS:
             out[rn][sim] = {}
@@ -187,16 +202,16 @@ def evaluate(lab_mod, lab_path, tables, policies, routes, episodes, controllers,
                 act = (
                     policy_controller(policies[sim, rn], r)
                     if ctrl == "policy"
-                    else planner_controller(tables[sim], r, _planner.PlannerConfig(), seed)
+                    else planner_controller(tables[sim], r, PlannerConfig(), seed)
                 )
                 eps = []
                 for yaw in yaws:
-                    lab = lab_mod.Lab(_routes.SHAPE, lab_params, start=(0.0, 0.0, float(yaw)))
+                    lab = lab_mod.Lab(SHAPE, lab_params, start=(0.0, 0.0, float(yaw)))
                     try:
                         eps.append(run_episode(act, lab.strike, r, np.array([0.0, 0.0, yaw])))
                     finally:
                         lab.close()
-                score = _routes.table_vii([e["reached"] for e in eps], [e["success"] for e in eps], r.n_goals)
+                score = table_vii([e["reached"] for e in eps], [e["success"] for e in eps], r.n_goals)
                 score |= {
                     "strikes": [e["strikes"] for e in eps],
                     "out": int(sum(e["out"] for e in eps)),
@@ -233,11 +248,11 @@ def plot_paths(result: dict, routes, controllers, path: str) -> None:
     cols = [(c, s) for c in controllers for s in SIMS]
     fig, axes = plt.subplots(len(routes), len(cols), figsize=(4.2 * len(cols), 2.6 * len(routes)), squeeze=False)
     for i, rn in enumerate(routes):
-        r = _routes.route(rn)
+        r = route(rn)
         goals = np.asarray(r.goals)
         for j, (ctrl, sim) in enumerate(cols):
             ax = axes[i, j]
-            lo, hi = _routes.SAFE_LOW, _routes.SAFE_HIGH
+            lo, hi = SAFE_LOW, SAFE_HIGH
             ax.add_patch(plt.Rectangle(lo, hi[0] - lo[0], hi[1] - lo[1], fill=False, ls="--", color="0.5"))
             res = result[rn][sim][ctrl]
             for p in res["paths"]:
@@ -245,7 +260,7 @@ def plot_paths(result: dict, routes, controllers, path: str) -> None:
                 ax.plot(p[:, 0], p[:, 1], "-", lw=0.8, alpha=0.7)
                 ax.plot(p[-1, 0], p[-1, 1], "k.", ms=3)
             for k, g in enumerate(goals):
-                ax.add_patch(plt.Circle(g[:2], _routes.GOAL_TOL, color="tab:red", alpha=0.25))
+                ax.add_patch(plt.Circle(g[:2], GOAL_TOL, color="tab:red", alpha=0.25))
                 ax.annotate(str(k + 1), g[:2], ha="center", va="center", fontsize=7)
             ax.set_xlim(lo[0] - 0.05, hi[0] + 0.05)
             ax.set_ylim(lo[1] - 0.05, hi[1] + 0.05)
@@ -275,7 +290,7 @@ def main() -> None:
     a = ap.parse_args()
     routes = [int(v) for v in a.routes.split(",")]
     for rn in routes:
-        _routes.route(rn)
+        route(rn)
     controllers = [c for c in a.controllers.split(",") if c]
     bad = [c for c in controllers if c not in CONTROLLERS]
     if bad:

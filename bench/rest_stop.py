@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import clashx
-from clashx.events._generate import sample_strikes
-from clashx.scenes import _strike as S
+from clashx.events import sample_strikes
+from clashx.scenes import MAX_TIME, block_poses_batch, contact_phase_c, slide_c, slide_to_rest_c
 
 
 def main() -> None:
@@ -32,18 +32,16 @@ def main() -> None:
         sim = clashx.make_strike_sim(shape)
         s = np.asarray(sample_strikes(a.n, key=jax.random.PRNGKey(a.seed)), np.float64)
         p = np.asarray(sim.space.sample(a.n, key=jax.random.PRNGKey(a.seed + 1)), np.float64)
-        c = S.contact_phase_c(sim, s, p)
-        S.slide_to_rest_c(sim, p[:4], c.q_end[:4], c.v_end[:4], c.t_end[:4])  # warm-up
+        c = contact_phase_c(sim, s, p)
+        slide_to_rest_c(sim, p[:4], c.q_end[:4], c.v_end[:4], c.t_end[:4])  # warm-up
         t0 = time.perf_counter()
-        n_steps = np.ceil((S.MAX_TIME - c.t_end) / sim.settings.dt_slide - 1e-9).astype(int)
-        full = S.slide_c(sim, p, c.q_end, c.v_end, c.t_end, int(n_steps.max()))[np.arange(a.n), n_steps - 1]
+        n_steps = np.ceil((MAX_TIME - c.t_end) / sim.settings.dt_slide - 1e-9).astype(int)
+        full = slide_c(sim, p, c.q_end, c.v_end, c.t_end, int(n_steps.max()))[np.arange(a.n), n_steps - 1]
         t_full = time.perf_counter() - t0
         t0 = time.perf_counter()
-        early = S.slide_to_rest_c(sim, p, c.q_end, c.v_end, c.t_end)
+        early = slide_to_rest_c(sim, p, c.q_end, c.v_end, c.t_end)
         t_early = time.perf_counter() - t0
-        d = np.abs(
-            np.asarray(S.block_poses_batch(jnp.asarray(full))) - np.asarray(S.block_poses_batch(jnp.asarray(early)))
-        )
+        d = np.abs(np.asarray(block_poses_batch(jnp.asarray(full))) - np.asarray(block_poses_batch(jnp.asarray(early))))
         print(
             f"{shape:14s} to MAX_TIME {t_full:6.2f} s   stopped at rest {t_early:6.2f} s   ratio {t_early / t_full:.2f}   "
             f"max |Δpos| {d[:, :2].max() * 1e6:.2f} µm   max |Δyaw| {d[:, 2].max():.1e} rad"

@@ -14,7 +14,7 @@ from clashx.learn._distil import LocalDistilConfig, distil_locally
 from clashx.learn._lab_fit import LabFitConfig
 from clashx.scenes import _geometry as geo
 from clashx.scenes import _strike
-from clashx.surrogate._surrogate import shipped_surrogate
+from clashx.surrogate._strike_surrogate import shipped_surrogate
 from clashx.workflows._strike_compare import CompareConfig, compare, lab_truth
 
 QUICK = LabFitConfig(n_starts=4, iterations=12, local=LocalDistilConfig(n=512, steps=60), finetune=None)

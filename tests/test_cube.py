@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from clashx.baselines import _cube_fit as F
-from clashx.hybrid import _cube_rollout as R
+from clashx.hybrid import _toss_rollouts as R
 from clashx.learn import _cube_learn as L
 from clashx.scenes import _toss as T
 from clashx.surrogate import _cube as C
@@ -366,13 +366,13 @@ def test_fit_between_impacts_recovers_the_simulating_parameters(sim):
     rest_true = np.array([0.4, 0.008, 0.8])
     impact = _StopModel(space=T.cube_space())
     tracks = list(R.hybrid_tosses(sim, impact, states, p_imp, 40, rest_params=rest_true, every_impact=True))
-    p, cost, _ = L.fit_between_impacts(
+    p, cost, _ = F.fit_between_impacts(
         sim, impact, states, p_imp, tracks, rest_true, key=jax.random.PRNGKey(0), population=4, generations=1
     )
     assert cost < 1e-10
     np.testing.assert_allclose(p, rest_true, rtol=1e-5)
     start = np.array([0.1, 0.02, 1.5])
-    p, cost, history = L.fit_between_impacts(
+    p, cost, history = F.fit_between_impacts(
         sim, impact, states, p_imp, tracks, start, key=jax.random.PRNGKey(0), population=4, generations=2
     )
     start_cost, _ = _cost_at(sim, impact, states, p_imp, tracks, start)

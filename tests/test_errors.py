@@ -20,7 +20,7 @@ from clashx.learn import _pretrain
 from clashx.surrogate import _cube
 from clashx.workflows import _cli
 from clashx.workflows._cli import main
-from clashx.workflows._workflow import max_reach, parse_select
+from clashx.workflows._strike_workflow import max_reach, parse_select
 
 GEN = ["generate", "--scene", "strike", "--shape", "square", "--no-rest", "--chunk-size", "4"]
 PARAMS = dict(zip(clashx.strike_space().names, clashx.strike_space().vector(mu1=0.5, mu2=0.3, e1=1.0).tolist()))

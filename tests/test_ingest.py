@@ -12,7 +12,7 @@ import pytest
 
 import clashx
 from clashx.events._events import EventFileError, load_events, save_events, validate_events
-from clashx.events._ingest import (
+from clashx.events._ingest_strike import (
     MAX_DECELERATION,
     MAX_SPIN_DECELERATION,
     MIN_SLIDE_SAMPLES,

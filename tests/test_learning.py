@@ -11,7 +11,7 @@ import pytest
 
 import clashx
 from clashx.scenes import _geometry as geo
-from clashx.surrogate import _surrogate
+from clashx.surrogate import _strike_surrogate
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_pat
 def test_mirror_flips_vx_wz_dx_dyaw_and_com_x():
     space = clashx.strike_space()
     p = space.vector(com_x=0.003, com_y=-0.002)
-    s, v, q = _surrogate.mirror(
+    s, v, q = _strike_surrogate.mirror(
         jnp.array([[0.3, 0.1, 0.5]]), jnp.array([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]), p[None], space
     )
     np.testing.assert_allclose(np.asarray(s), [[np.pi - 0.3, -0.1, 0.5]], atol=1e-6)

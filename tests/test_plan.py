@@ -17,7 +17,7 @@ import pytest
 from test_ingest import slide_track
 
 import clashx
-from clashx.events._ingest import NOISE, ingest_strike_lab
+from clashx.events._ingest_strike import NOISE, ingest_strike_lab
 from clashx.optimize import _plan
 from clashx.optimize._plan import (
     CRITERIA,

@@ -22,7 +22,7 @@ import clashx
 from clashx.core import batch_mesh, map_batched, shard_batch
 from clashx.events._generate import sample_strikes
 from clashx.scenes import _strike
-from clashx.surrogate._surrogate import velocity_loss
+from clashx.surrogate._strike_surrogate import velocity_loss
 from clashx.scenes._geometry import characteristic_length
 
 n_dev = jax.local_device_count()

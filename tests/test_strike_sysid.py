@@ -9,7 +9,7 @@ import pytest
 from clashx.baselines._strike_sysid import identify_tracks_sysid
 from clashx.events._generate import sample_strikes
 from clashx.events._tracks import read_tracks
-from clashx.hybrid._slide import strike_tracks_c
+from clashx.hybrid._strike_slide import strike_tracks_c
 from clashx.scenes._strike import contact_phase_c
 
 SHAPE = "square"

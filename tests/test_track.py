@@ -15,10 +15,10 @@ import pytest
 import clashx
 from clashx.core._mjx import as_float64
 from clashx.events._generate import sample_strikes
-from clashx.hybrid import _slide
-from clashx.hybrid import _track_mjx as tm
+from clashx.hybrid import _strike_slide
+from clashx.hybrid import _strike_track as tm
 from clashx.scenes import _strike
-from clashx.surrogate._surrogate import shipped_surrogate
+from clashx.surrogate._strike_surrogate import shipped_surrogate
 
 NOISE = (5e-4, 4e-3)  # the lab's motion-capture noise: position (m), yaw (rad)
 GRAD_RTOL = 1e-3  # forward mode through MJX's slide against central differences (float64): measured 2e-5
@@ -33,7 +33,7 @@ def simulated_recording(sim, strikes, params, *, seed, duration=0.8):
     """A lab-format recording of strikes simulated on MuJoCo C at `params`, with motion-capture noise."""
     n = len(strikes)
     times = [np.arange(0.0, duration, 1 / 120.0) for _ in range(n)]
-    tracks = _slide.strike_tracks_c(sim, strikes, params, times, np.zeros((n, 3)))
+    tracks = _strike_slide.strike_tracks_c(sim, strikes, params, times, np.zeros((n, 3)))
     c = _strike.contact_phase_c(sim, strikes, np.broadcast_to(params, (n, sim.space.size)))
     rng = np.random.default_rng(seed)
     scale = np.array([NOISE[0], NOISE[0], NOISE[1]])
@@ -72,7 +72,7 @@ def test_hybrid_track_loss_gradient_matches_central_differences(strike_sims):
             fd = (loss(p.at[j].add(h)) - loss(p.at[j].add(-h))) / (2 * h)
             assert float(grad[j]) == pytest.approx(float(fd), rel=GRAD_RTOL, abs=1e-6), sim.space.names[j]
         # the same prediction on MuJoCo C (the CPU path of the pipeline)
-        c = _slide.hybrid_tracks_c(
+        c = _strike_slide.hybrid_tracks_c(
             strike_sims("square"), model32, np.asarray(strike)[None], np.asarray(p), np.zeros((1, 3)),
             np.array([0.02]), [np.asarray(times)],
         )[0]  # fmt: skip
@@ -94,13 +94,13 @@ def test_simulated_ingestion_recovers_release_velocities(strike_sims):
     rng = np.random.default_rng(0)
     n = 8
     velocity = np.c_[rng.uniform(-0.4, 0.4, n), rng.uniform(-0.7, -0.2, n), rng.uniform(-4, 4, n)]
-    local = _slide.local_tracks_c(sim, velocity, np.tile(truth, (n, 1)), 0.6)
+    local = _strike_slide.local_tracks_c(sim, velocity, np.tile(truth, (n, 1)), 0.6)
     t_touch, hz = 0.02, 120.0
     times = np.arange(0.0, 0.6, 1 / hz)
     t_release = t_touch + _strike.RELEASE_AFTER
     poses = []
     for i in range(n):
-        after = _slide.sample(local[i], sim.settings.dt_slide, np.maximum(times - t_release, 0.0))
+        after = _strike_slide.sample(local[i], sim.settings.dt_slide, np.maximum(times - t_release, 0.0))
         pose = np.where((times >= t_release)[:, None], after, 0.0)
         poses.append(pose + rng.normal(size=pose.shape) * [NOISE[0], NOISE[0], NOISE[1]])
     recording = {
@@ -108,12 +108,12 @@ def test_simulated_ingestion_recovers_release_velocities(strike_sims):
         "strike": np.tile([1.5, 0.0, 0.5], (n, 1)), "touched": np.ones(n, bool), "t_first_touch": np.full(n, t_touch),
         "shape": np.array("square"),
     }  # fmt: skip
-    events = _slide.ingest_by_simulation(recording, "synthetic", sim=sim)
+    events = _strike_slide.ingest_by_simulation(recording, "synthetic", sim=sim)
     err = np.asarray(clashx.relative_error(events["post_velocity"], velocity, 0.0408))
     assert np.median(err) < INGEST_MEDIAN_TOL, err
     assert np.isfinite(events["post_velocity_std"]).all()
-    tracks, states = _slide.slide_tracks(recording, events, np.arange(n))
-    given = _slide.fit_slides(sim, tracks, states, truth, NOISE, free=())
+    tracks, states = _strike_slide.slide_tracks(recording, events, np.arange(n))
+    given = _strike_slide.fit_slides(sim, tracks, states, truth, NOISE, free=())
     err = np.asarray(clashx.relative_error(given.states[:, :3], velocity, 0.0408))
     assert np.median(err) < STATE_MEDIAN_TOL, err
 

@@ -29,14 +29,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core._lm import levenberg_marquardt
-from ..core._mjx import as_float64
-from ..core._types import Array, Float, PRNGKeyArray
-from ..events import _metrics
-from ..events._metrics import relative_error, speed_vector
-from ..optimize._optimize import cmaes_in_box
-from ..scenes import _geometry as geo
-from ..scenes import _strike
+from ..core import Array, Float, PRNGKeyArray, as_float64, levenberg_marquardt
+from ..events import relative_error, speed_scale, speed_vector
+from ..events import speed_residuals as metrics_speed_residuals
+from ..optimize import cmaes_in_box
+from ..scenes import StrikeSim, simulate_strike, simulate_strikes_c
+from ..scenes import geometry as geo
 
 # MuJoCo's defaults for a contact pair: friction 1 (sliding) and solref (0.02, 1), i.e. damping ratio 1.
 # The time constant stays the scene's 0.005 s (SCENE.md); μ1 = μ2 = 1 and e1 = 1 are the nominal values,
@@ -45,12 +43,12 @@ NOMINAL_CONTACT = {"mu1": 1.0, "mu2": 1.0, "e1": 1.0}
 CONTACT_NAMES = ("mu1", "mu2", "e1")  # SCENE.md's three: the "3 parameters" variants identify these only
 
 
-def nominal_params(sim: _strike.StrikeSim) -> np.ndarray:
+def nominal_params(sim: StrikeSim) -> np.ndarray:
     """MuJoCo's nominal model of the scene as a value vector of `sim.space` (p,)."""
     return sim.space.vector(**{k: v for k, v in NOMINAL_CONTACT.items() if k in sim.space.names})
 
 
-def _free_columns(sim: _strike.StrikeSim, free) -> list[int]:
+def _free_columns(sim: StrikeSim, free) -> list[int]:
     return [sim.space.index(n) for n in (free if free is not None else sim.space.names)]
 
 
@@ -77,7 +75,7 @@ def speed_residuals(pred: Float[Array, "n 3"], true: Float[Array, "n 3"], length
 
     `mean(sum(r**2, -1))` is the fit loss of every baseline (mean squared relative error).
     """
-    return _metrics.speed_residuals(pred, true, length)
+    return metrics_speed_residuals(pred, true, length)
 
 
 def relative_mse(pred: Float[Array, "... 3"], true: Float[Array, "... 3"], length: float) -> Float[Array, ""]:
@@ -89,7 +87,7 @@ def relative_mse(pred: Float[Array, "... 3"], true: Float[Array, "... 3"], lengt
 
 
 def predict_c(
-    sim: _strike.StrikeSim, strikes: Float[np.ndarray, "n 3"], params, *, nthread: int = 0
+    sim: StrikeSim, strikes: Float[np.ndarray, "n 3"], params, *, nthread: int = 0
 ) -> Float[np.ndarray, "n 3"]:
     """Post-impact velocities of `strikes` on MuJoCo C with one parameter vector.
 
@@ -104,12 +102,12 @@ def predict_c(
     """
     strikes = np.asarray(strikes, np.float64)
     p = np.broadcast_to(np.asarray(params, np.float64), (len(strikes), sim.space.size))
-    ev = _strike.simulate_strikes_c(sim, strikes, p, to_rest=False, nthread=nthread)
+    ev = simulate_strikes_c(sim, strikes, p, to_rest=False, nthread=nthread)
     return np.asarray(ev.post_velocity, np.float64)
 
 
 def identify_cmaes(
-    sim: _strike.StrikeSim,
+    sim: StrikeSim,
     strikes: Float[np.ndarray, "n 3"],
     velocities: Float[np.ndarray, "n 3"],
     *,
@@ -164,7 +162,7 @@ def identify_cmaes(
 
     def fit_losses(u: np.ndarray) -> np.ndarray:
         phys = np.asarray(sim.space.from_unit(jnp.asarray(full(u))), np.float64)
-        ev = _strike.simulate_strikes_c(
+        ev = simulate_strikes_c(
             sim, np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0), to_rest=False, nthread=nthread
         )
         pred = np.asarray(ev.post_velocity, np.float64).reshape(len(u), n, 3)
@@ -192,24 +190,22 @@ def identify_cmaes(
 _Z_MAX = 4.0  # logits stay in [-4, 4] (unit 0.018 … 0.982) so that the sigmoid's slope does not vanish
 
 
-def mjx_post_velocity(
-    sim: _strike.StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"]
-) -> Float[Array, "3"]:
+def mjx_post_velocity(sim: StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"]) -> Float[Array, "3"]:
     """Post-impact velocity of one strike on MJX (contact phase only); batch with `jax.vmap`."""
-    return _strike.simulate_strike(sim, strike, params, to_rest=False).post_velocity
+    return simulate_strike(sim, strike, params, to_rest=False).post_velocity
 
 
-def _params_of_logits(sim: _strike.StrikeSim, z: Float[Array, "3"]) -> Float[Array, "3"]:
+def _params_of_logits(sim: StrikeSim, z: Float[Array, "3"]) -> Float[Array, "3"]:
     return sim.space.from_unit(jax.nn.sigmoid(z))
 
 
 @eqx.filter_jit
-def _mjx_predict(sim: _strike.StrikeSim, strikes, params):
+def _mjx_predict(sim: StrikeSim, strikes, params):
     return jax.vmap(mjx_post_velocity, in_axes=(None, 0, None))(sim, strikes, params)
 
 
 def predict_mjx(
-    sim: _strike.StrikeSim, strikes: Float[np.ndarray, "n 3"], params, *, x64: bool = True
+    sim: StrikeSim, strikes: Float[np.ndarray, "n 3"], params, *, x64: bool = True
 ) -> Float[np.ndarray, "n 3"]:
     """Post-impact velocities (n, 3) of `strikes` on MJX with one parameter vector; compiled once per (scene, n, x64).
 
@@ -224,7 +220,7 @@ def predict_mjx(
 
 @eqx.filter_jit
 def mjx_velocity_jacobian(
-    sim: _strike.StrikeSim, strikes: Float[Array, "n 3"], params: Float[Array, "3"]
+    sim: StrikeSim, strikes: Float[Array, "n 3"], params: Float[Array, "3"]
 ) -> tuple[Float[Array, "n 3"], Float[Array, "n 3 3"]]:
     """MJX post-impact velocities (n, 3) and their Jacobian (n, 3, 3) w.r.t. (μ1, μ2, e1), by forward mode.
 
@@ -245,9 +241,7 @@ def mjx_velocity_jacobian(
     return v, jac
 
 
-def _residual_terms(
-    sim: _strike.StrikeSim, strikes, velocities, z: np.ndarray, cols, base_z
-) -> tuple[np.ndarray, np.ndarray]:
+def _residual_terms(sim: StrikeSim, strikes, velocities, z: np.ndarray, cols, base_z) -> tuple[np.ndarray, np.ndarray]:
     """Residuals (3n,) of `identify_mjx`'s loss at logits z of the free columns, and their Jacobian (3n, k) w.r.t. z."""
     n = len(velocities)
     length = geo.characteristic_length(sim.shape)
@@ -260,14 +254,14 @@ def _residual_terms(
     v, dv_dp = mjx_velocity_jacobian(sim, strikes, params)
     y = np.asarray(velocities, np.float64)
     w = np.array([1.0, 1.0, length])
-    scale = np.asarray(_metrics.speed_scale(y, length), np.float64) * math.sqrt(n)  # (n, 1), as `speed_residuals`
+    scale = np.asarray(speed_scale(y, length), np.float64) * math.sqrt(n)  # (n, 1), as `speed_residuals`
     r = ((np.asarray(v, np.float64) - y) * w / scale).reshape(-1)
     jac = (np.asarray(dv_dp, np.float64) * w[None, :, None] / scale[:, :, None]).reshape(len(r), -1)
     return r, jac @ np.asarray(dp_dz, np.float64)
 
 
 def identify_mjx(
-    sim: _strike.StrikeSim,
+    sim: StrikeSim,
     strikes: Float[np.ndarray, "n 3"],
     velocities: Float[np.ndarray, "n 3"],
     *,

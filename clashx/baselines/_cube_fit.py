@@ -39,16 +39,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _batch
-from ..core._lm import levenberg_marquardt
-from ..core._mjx import as_float64
-from ..core._types import Array, Float, PRNGKeyArray
-from ..hybrid import rest_rollout
-from ..scenes import _toss
-from ..scenes._toss import TossSim
-from ..surrogate._cube import quat_conj, quat_log
+from ..core import Array, Float, PRNGKeyArray, as_float64, levenberg_marquardt
+from ..core import batch as _batch
+from ..hybrid import hybrid_tosses, rest_rollout
+from ..optimize import cmaes_in_box
+from ..scenes import FRAME_DT, HALF, TossSim, quat_mul
+from ..surrogate import CubeSurrogate, quat_conj, quat_log
 
-WIDTH = 2 * _toss.HALF  # m
+WIDTH = 2 * HALF  # m
 HORIZONS = (40, 80)  # frames from the first: the errors' short horizons (beside the whole recording)
 _Z_MAX = 4.0  # logits stay in [-4, 4] (see `_baselines._Z_MAX`)
 
@@ -122,7 +120,7 @@ def pad_tracks(tracks: list[np.ndarray], n_frames: int | None = None) -> tuple[n
 
 
 def _frame_residual(sim_state, real_state):
-    rel = _toss.quat_mul(quat_conj(real_state[0:4]), sim_state[0:4] / jnp.linalg.norm(sim_state[0:4]))
+    rel = quat_mul(quat_conj(real_state[0:4]), sim_state[0:4] / jnp.linalg.norm(sim_state[0:4]))
     return jnp.concatenate([(sim_state[4:7] - real_state[4:7]) / WIDTH, quat_log(rel)])
 
 
@@ -238,7 +236,7 @@ def identify_trajectory_mjx(
         (params (3,), cost = ‖residual‖²).
     """
     real, mask = pad_tracks(tracks)
-    t = np.arange(real.shape[1]) * _toss.FRAME_DT
+    t = np.arange(real.shape[1]) * FRAME_DT
     mask = mask & (t[None] >= np.asarray(t_starts)[:, None])
     u_rand = np.asarray(jax.random.uniform(key, (n_starts - 1, 3), minval=0.1, maxval=0.9), np.float64)
     first = np.full((1, 3), 0.5) if init is None else np.asarray(sim.space.to_unit(jnp.asarray(init)))[None]
@@ -263,3 +261,56 @@ def identify_trajectory_mjx(
             if cost < best_cost:
                 best, best_cost = z, cost
     return np.asarray(sim.space.from_unit(jnp.asarray(1 / (1 + np.exp(-best)))), np.float64), best_cost
+
+
+def fit_between_impacts(
+    sim: TossSim,
+    impact: CubeSurrogate,
+    initial_states: Float[np.ndarray, "n 13"],
+    params: Float[np.ndarray, "p"],
+    tracks: list[np.ndarray],
+    rest0: Float[np.ndarray, "p"],
+    *,
+    key: PRNGKeyArray,
+    population: int = 8,
+    generations: int = 6,
+    std_init: float = 0.1,
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """MJX's contact parameters between impacts, refit on whole recorded tosses through the every-impact hybrid.
+
+    CMA-ES (`clashx.optimize.cmaes_in_box`, the prior's unit cube, started at
+    `rest0`) on the squared trajectory residuals (`clashx.baselines._cube_fit.trajectory_residuals`:
+    position in cube widths and rotation, every recorded frame) of the tosses
+    rolled out from `initial_states` by `hybrid_toss_every` with `impact` at `params`.
+    Each generation is one batched rollout of population × tosses.
+
+    Returns:
+        (rest params (p,), their cost, the best cost of each generation); `rest0`
+        itself competes, so the cost never exceeds its.
+    """
+
+    real, mask = pad_tracks(tracks)
+    n, n_frames = mask.shape
+    states = np.asarray(initial_states, np.float64)
+
+    def losses(u: np.ndarray) -> np.ndarray:
+        rest = np.asarray(impact.space.from_unit(jnp.asarray(u)), np.float64)
+        k = len(u)
+        frames = hybrid_tosses(
+            sim,
+            impact,
+            np.tile(states, (k, 1)),
+            params,
+            n_frames,
+            rest_params=np.repeat(rest, n, 0),
+            every_impact=True,
+            block=k * n,
+        ).reshape(k, n, n_frames, 13)
+        return np.array([float(jnp.sum(trajectory_residuals(f, real, mask) ** 2)) for f in frames])
+
+    u0 = np.clip(np.asarray(impact.space.to_unit(jnp.asarray(rest0)), np.float64), 0.02, 0.98)
+    start = (u0, float(losses(u0[None])[0]))
+    u, cost, history = cmaes_in_box(
+        losses, u0, key=key, population=population, generations=generations, std_init=std_init, best=start
+    )
+    return np.asarray(impact.space.from_unit(jnp.asarray(u)), np.float64), cost, history

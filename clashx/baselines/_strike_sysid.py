@@ -13,9 +13,9 @@ Residual
 --------
 For each sample, (simulated − recorded pose) / noise, the yaw difference
 wrapped to (−π, π]; noise = (position, yaw) std estimated from the samples
-before first touch as ingestion does (`clashx.events._ingest.pooled_noise`; its
+before first touch as ingestion does (`clashx.events._ingest_strike.pooled_noise`; its
 default 0.5 mm / 0.004 rad when there are too few, as on the lab's 120 Hz
-tracks).  A simulated track is `clashx.hybrid._slide.strike_tracks_c`: MuJoCo C
+tracks).  A simulated track is `clashx.hybrid._strike_slide.strike_tracks_c`: MuJoCo C
 from the strike's start pose (the recording's `start_pose`, else the mean of
 the samples before touch), contact phase then slide, interpolated at the
 recorded times.  `mujoco.sysid`'s own rollout (`sysid_rollout`:
@@ -57,10 +57,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import PRNGKeyArray
-from ..events._tracks import read_tracks
-from ..hybrid._slide import strike_tracks_c
-from ..scenes._strike import StrikeSim
+from ..core import PRNGKeyArray
+from ..events import read_tracks
+from ..hybrid import strike_tracks_c
+from ..scenes import StrikeSim
 from ._baselines import Identified
 
 # mujoco.minimize.least_squares options.  eps: forward-difference step in unit-cube coordinates: the

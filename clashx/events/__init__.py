@@ -1,15 +1,32 @@
 """Collision events: the file format, generation from simulation, ingestion of lab and real recordings, shipped data, the accuracy metric."""
 
+from ._cube_impacts import FEATURES as FEATURES
+from ._cube_impacts import coverage as coverage
 from ._cube_impacts import generate_bounce_events as generate_bounce_events
+from ._cube_impacts import impact_features as impact_features
 from ._data import data_path as data_path
 from ._data import lab_recording as lab_recording
 from ._events import EventFileError as EventFileError
+from ._events import atomic_savez as atomic_savez
 from ._events import load_events as load_events
+from ._events import n_events as n_events
+from ._events import read_npz as read_npz
 from ._events import save_events as save_events
+from ._events import validate_events as validate_events
 from ._generate import GenerateConfig as GenerateConfig
 from ._generate import generate as generate
-from ._ingest import ingest_strike_file as ingest_strike_file
+from ._generate import sample_strikes as sample_strikes
+from ._generate import versions as versions
 from ._ingest_cube import ingest_cube_tosses as ingest_cube_tosses
+from ._ingest_cube import load_cube_tracks as load_cube_tracks
+from ._ingest_strike import NOISE as NOISE
+from ._ingest_strike import ingest_strike_file as ingest_strike_file
+from ._ingest_strike import ingest_strike_lab as ingest_strike_lab
+from ._metrics import VELOCITY_FLOOR as VELOCITY_FLOOR
 from ._metrics import alpha_accuracy as alpha_accuracy
 from ._metrics import alpha_curve as alpha_curve
 from ._metrics import relative_error as relative_error
+from ._metrics import speed_residuals as speed_residuals
+from ._metrics import speed_scale as speed_scale
+from ._metrics import speed_vector as speed_vector
+from ._tracks import read_tracks as read_tracks

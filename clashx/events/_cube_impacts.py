@@ -26,8 +26,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import Array, Float, PRNGKeyArray
-from ..scenes import _toss
+from ..core import Array, Float, PRNGKeyArray
+from ..scenes import (
+    CORNER_SIGNS,
+    HALF,
+    TossSim,
+    lowest_corner_z,
+    quat_mul,
+    quat_to_mat,
+    sample_toss_inputs,
+    toss_events,
+)
 
 # Initial states of generated "bounce" tosses (`sample_toss_inputs(ranges=...)`): a cube a little above
 # the table, as after a bounce.  Set from the shipped tosses' later impacts (module docstring).
@@ -47,8 +56,8 @@ def corner_closing_speed(state: Float[Array, "13"]) -> Float[Array, ""]:
 
     The handler's firing rule (`clashx.hybrid_toss_every`) and the features compared here both use it.
     """
-    rot = _toss.quat_to_mat(state[0:4] / jnp.linalg.norm(state[0:4]))
-    corners = jnp.asarray(_toss._CORNER_SIGNS * _toss.HALF, state.dtype) @ rot.T
+    rot = quat_to_mat(state[0:4] / jnp.linalg.norm(state[0:4]))
+    corners = jnp.asarray(CORNER_SIGNS * HALF, state.dtype) @ rot.T
     r = corners[jnp.argmin(corners[:, 2])]
     return -(state[12] + jnp.cross(rot @ state[7:10], r)[2])
 
@@ -66,7 +75,7 @@ def impact_features(pre: np.ndarray) -> np.ndarray:
     (0° lands flat on a face, 45° on an edge, 54.7° on a corner).
     """
     pre = np.asarray(pre, np.float64)
-    rot = np.asarray(jax.vmap(_toss.quat_to_mat)(jnp.asarray(pre[:, :4])), np.float64)
+    rot = np.asarray(jax.vmap(quat_to_mat)(jnp.asarray(pre[:, :4])), np.float64)
     w = np.einsum("nij,nj->ni", rot, pre[:, 7:10])
     tilt = np.degrees(np.arccos(np.clip(np.abs(rot[:, 2, :]).max(1), 0.0, 1.0)))
     return np.stack(
@@ -110,7 +119,7 @@ def sample_bounce_inputs(n: int, *, key: PRNGKeyArray) -> tuple[np.ndarray, np.n
     uniformly drawn horizontal axis from face-down.
     """
     k_in, k_tilt, k_axis, k_yaw = jax.random.split(key, 4)
-    states, params = _toss.sample_toss_inputs(n, key=k_in, ranges=BOUNCE_RANGES)
+    states, params = sample_toss_inputs(n, key=k_in, ranges=BOUNCE_RANGES)
     tilt = np.radians(np.asarray(jax.random.uniform(k_tilt, (n,), minval=0.0, maxval=1.0), np.float64))
     tilt = tilt * (BOUNCE_RANGES["tilt"][1] - BOUNCE_RANGES["tilt"][0]) + np.radians(BOUNCE_RANGES["tilt"][0])
     phi = 2 * np.pi * np.asarray(jax.random.uniform(k_axis, (n,)), np.float64)
@@ -118,20 +127,20 @@ def sample_bounce_inputs(n: int, *, key: PRNGKeyArray) -> tuple[np.ndarray, np.n
     axis = np.stack([np.cos(phi), np.sin(phi), np.zeros(n)], 1)
     q_tilt = np.c_[np.cos(tilt / 2), np.sin(tilt / 2)[:, None] * axis]
     q_yaw = np.c_[np.cos(yaw / 2), np.zeros((n, 2)), np.sin(yaw / 2)]
-    quat = np.asarray(jax.vmap(_toss.quat_mul)(jnp.asarray(q_tilt), jnp.asarray(q_yaw)), np.float64)
+    quat = np.asarray(jax.vmap(quat_mul)(jnp.asarray(q_tilt), jnp.asarray(q_yaw)), np.float64)
     states = np.asarray(states, np.float64).copy()
-    low = np.asarray(jax.vmap(_toss.lowest_corner_z)(jnp.asarray(states)))  # the drawn height of the lowest corner
+    low = np.asarray(jax.vmap(lowest_corner_z)(jnp.asarray(states)))  # the drawn height of the lowest corner
     states[:, 0:4] = quat
-    states[:, 6] += low - np.asarray(jax.vmap(_toss.lowest_corner_z)(jnp.asarray(states)))
+    states[:, 6] += low - np.asarray(jax.vmap(lowest_corner_z)(jnp.asarray(states)))
     return states, np.asarray(params)
 
 
-def generate_bounce_events(sim: _toss.TossSim, n: int, *, key: PRNGKeyArray, engine: str = "c") -> dict:
+def generate_bounce_events(sim: TossSim, n: int, *, key: PRNGKeyArray, engine: str = "c") -> dict:
     """First-impact events of `n` tosses drawn by `sample_bounce_inputs`, as a "cube-toss" event dict.
 
     `impact` is 1 on every row (they stand for later impacts); meta records the ranges.
     """
     states, params = sample_bounce_inputs(n, key=key)
-    ev = _toss.toss_events(sim, np.asarray(states), np.asarray(params), engine=engine)
+    ev = toss_events(sim, np.asarray(states), np.asarray(params), engine=engine)
     meta = json.loads(ev["meta"]) | {"init_ranges": {k: list(v) for k, v in BOUNCE_RANGES.items()}}
     return ev | {"impact": np.ones(len(ev["toss_id"]), np.int64), "meta": json.dumps(meta)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ..scenes._geometry import check_shape
+from ..scenes import check_shape
 
 LAB_SPLITS = ("fit", "test")
 

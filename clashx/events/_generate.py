@@ -25,12 +25,10 @@ from importlib import metadata
 import jax
 import numpy as np
 
-from ..core._engine import resolve_engine
-from ..core._io import describe_changes, write_json
-from ..scenes import _geometry as geo
-from ..scenes._registry import make_scene
-from ..scenes._scene import AbstractImpactScene
-from ..scenes._strike import sample_strikes as sample_strikes  # re-exported: its old home
+from ..core import describe_changes, resolve_engine, write_json
+from ..scenes import AbstractImpactScene, make_scene
+from ..scenes import geometry as geo
+from ..scenes import sample_strikes as sample_strikes
 from . import _events
 
 SCENES = ("strike", "cube-toss")

@@ -1,4 +1,4 @@
-"""Validation of strike recordings (the format in `clashx.events._ingest`'s docstring) before ingestion.
+"""Validation of strike recordings (the format in `clashx.events._ingest_strike`'s docstring) before ingestion.
 
 Every problem raises an `EventFileError` that names the file, the strike (row)
 and what to fix; nothing is computed from a recording that fails here.
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..scenes._geometry import SHAPES, STRIKE_NAMES, STRIKE_RANGES
+from ..scenes import SHAPES, STRIKE_NAMES, STRIKE_RANGES
 from ._events import EventFileError
 
 RELEASE_AFTER = 0.02  # s from first touch to the arm pulling the striker away (SCENE.md)
@@ -28,7 +28,7 @@ def check_recording(raw: dict[str, Any], where: str) -> tuple[str, np.ndarray]:
     missing = [k for k in REQUIRED_KEYS if k not in raw]
     if missing:
         raise fail(
-            f"missing key(s) {missing}; a strike recording needs {list(REQUIRED_KEYS)} (clashx.events._ingest docs)"
+            f"missing key(s) {missing}; a strike recording needs {list(REQUIRED_KEYS)} (clashx.events._ingest_strike docs)"
         )
     shape = str(np.asarray(raw["shape"]))
     if shape not in SHAPES:

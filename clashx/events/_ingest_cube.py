@@ -15,7 +15,7 @@ then every later impact that ends a free flight:
    frame: table at z = 0, metres: p <- (p - table) / scale, v <- v / scale.
 2. *Flight.*  The frames before the lowest corner first comes within
    `MARGIN` of the table are fitted with a free flight (ballistic centre,
-   constant body angular velocity; `_toss.free_flight`), least squares,
+   constant body angular velocity; `free_flight`), least squares,
    dropping trailing frames that the impact already disturbs.  The fit gives
    `initial_state` (at the first frame: the recorded velocities are backward
    differences, half a frame late), `t_impact` (where its lowest corner
@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..scenes import _toss
+from ..scenes import CORNER_SIGNS, FRAME_DT, GRAVITY, HALF, WINDOW, crossing_time, free_flight, lowest_corner_z
 from ._events import EventFileError, read_npz
 
 MARGIN = 0.002  # m: frames with the lowest corner this close to the table are not used as free flight
@@ -61,7 +61,7 @@ MIN_SCALE_TOSSES = 5  # tosses with long flights needed to estimate the length s
 LONG_FLIGHT = 12  # flight frames for a toss to count in the length-scale estimate
 MIN_BOUNCE_FRAMES = 3  # frames of free flight after an impact's window needed to fit the flight before the next
 
-_SIGNS = _toss._CORNER_SIGNS
+_SIGNS = CORNER_SIGNS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,7 +209,7 @@ def _fit_flight(t: np.ndarray, track: np.ndarray) -> tuple[np.ndarray, float, np
     t_ref = float(t[len(t) // 2])
     dt = t - t_ref
     z_grav = np.zeros_like(track[:, 4:7])
-    z_grav[:, 2] = -0.5 * _toss.GRAVITY * dt**2
+    z_grav[:, 2] = -0.5 * GRAVITY * dt**2
     coef, *_ = np.linalg.lstsq(np.c_[np.ones_like(dt), dt], track[:, 4:7] - z_grav, rcond=None)
     q_ref, omega = _fit_rotation(t, track[:, :4], t_ref)
     residual = np.linalg.norm(np.c_[np.ones_like(dt), dt] @ coef + z_grav - track[:, 4:7], axis=1)
@@ -245,11 +245,11 @@ def _estimate_table(tracks: list[np.ndarray], half: float) -> float | None:
 def _estimate_scale(tracks: list[np.ndarray], table_z: float) -> tuple[float | None, int]:
     gs = []
     for tr in tracks:
-        n = _flight_frames(tr, table_z, _toss.HALF)
+        n = _flight_frames(tr, table_z, HALF)
         if n >= LONG_FLIGHT:
-            t = np.arange(n) * _toss.FRAME_DT
+            t = np.arange(n) * FRAME_DT
             gs.append(-2 * np.polyfit(t, tr[:n, 6], 2)[0])
-    return (float(np.median(gs)) / _toss.GRAVITY if len(gs) >= MIN_SCALE_TOSSES else None), len(gs)
+    return (float(np.median(gs)) / GRAVITY if len(gs) >= MIN_SCALE_TOSSES else None), len(gs)
 
 
 def load_cube_tracks(
@@ -270,7 +270,7 @@ def load_cube_tracks(
     states, offsets, ids = _read(path)
     raw = [states[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
     if length_scale is None:
-        rough_table = _estimate_table(raw, _toss.HALF)
+        rough_table = _estimate_table(raw, HALF)
         if rough_table is None:
             raise EventFileError(f"{path}: no toss ends at rest, so the table height is unknown; pass table_z")
         length_scale, n_long = _estimate_scale(raw, rough_table if table_z is None else table_z)
@@ -282,7 +282,7 @@ def load_cube_tracks(
     if not (0.5 < length_scale < 2.0):
         raise EventFileError(f"{path}: length_scale {length_scale} is implausible; expected about 1")
     if table_z is None:
-        table_z = _estimate_table(raw, _toss.HALF * length_scale)
+        table_z = _estimate_table(raw, HALF * length_scale)
         if table_z is None:
             raise EventFileError(f"{path}: no toss ends at rest, so the table height is unknown; pass table_z")
     tracks = []
@@ -303,11 +303,11 @@ def _first_crossing(state0, t_max):
     """First time in [0, t_max] when the free flight of state0 (at t = 0) puts a corner at z = 0; inf if none."""
     step = 2.5e-4
     grid = jnp.arange(0.0, 0.5, step)
-    low = jax.vmap(lambda t: _toss.lowest_corner_z(_toss.free_flight(state0, t)))(grid)
+    low = jax.vmap(lambda t: lowest_corner_z(free_flight(state0, t)))(grid)
     below = (low < 0) & (grid <= t_max + step)
     k = jnp.argmax(below)
     t_a = grid[jnp.maximum(k - 1, 0)]
-    t = t_a + _toss.crossing_time(_toss.free_flight(state0, t_a), jnp.asarray(step))
+    t = t_a + crossing_time(free_flight(state0, t_a), jnp.asarray(step))
     return jnp.where(below.any() & (k > 0), t, jnp.inf)
 
 
@@ -327,30 +327,30 @@ def _fit_free(t: np.ndarray, track: np.ndarray, min_frames: int) -> tuple[np.nda
 def _post_fit(t: np.ndarray, track: np.ndarray, t_impact: float, window: float) -> np.ndarray | str:
     """The local fit at t_impact + window, or why the track cannot give it."""
     t_post = t_impact + window
-    near = np.abs(t - t_post) <= LOCAL_HALF_WIDTH * _toss.FRAME_DT + 1e-9
-    if t[-1] < t_post + LOCAL_HALF_WIDTH * _toss.FRAME_DT - 1e-9 or near.sum() < 3:
+    near = np.abs(t - t_post) <= LOCAL_HALF_WIDTH * FRAME_DT + 1e-9
+    if t[-1] < t_post + LOCAL_HALF_WIDTH * FRAME_DT - 1e-9 or near.sum() < 3:
         return f"the track ends {t[-1] - t_impact:.3f} s after the impact, before the window's local fit"
     return _fit_local(t[near], track[near], t_post)
 
 
 def _ingest_toss(track: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | str:
     """(initial, pre, post, t_impact) of one toss's first impact in the simulator's frame, or the reason it has none."""
-    t = np.arange(len(track)) * _toss.FRAME_DT
-    n = _flight_frames(track, 0.0, _toss.HALF)
+    t = np.arange(len(track)) * FRAME_DT
+    n = _flight_frames(track, 0.0, HALF)
     if n < MIN_FLIGHT_FRAMES:
         return f"{n} frame(s) of flight before the first impact; {MIN_FLIGHT_FRAMES} needed"
     fit = _fit_free(t[:n], track[:n], MIN_FLIGHT_FRAMES)
     if isinstance(fit, str):
         return fit
     state, t_ref, n = fit
-    initial = np.asarray(_toss.free_flight(jnp.asarray(state), jnp.asarray(-t_ref)), np.float64)
+    initial = np.asarray(free_flight(jnp.asarray(state), jnp.asarray(-t_ref)), np.float64)
     initial[:4] /= np.linalg.norm(initial[:4])
-    if _corner_z(initial[None], _toss.HALF)[0, 0] < 0:
+    if _corner_z(initial[None], HALF)[0, 0] < 0:
         return "the first frame is not above the table"
     t_impact = float(_first_crossing(jnp.asarray(initial), t[min(n + 3, len(t) - 1)]))
     if not np.isfinite(t_impact):
         return "the fitted flight does not reach the table within three frames of the last flight frame"
-    pre = np.asarray(_toss.free_flight(jnp.asarray(initial), jnp.asarray(t_impact)), np.float64)
+    pre = np.asarray(free_flight(jnp.asarray(initial), jnp.asarray(t_impact)), np.float64)
     post = _post_fit(t, track, t_impact, window)
     if isinstance(post, str):
         return post
@@ -366,8 +366,8 @@ def _later_impacts(track: np.ndarray, t_from: float, window: float) -> tuple[lis
     and `t_from` moves to that impact's window end.  Returns (impacts, the
     reasons runs of flight were not used).
     """
-    t = np.arange(len(track)) * _toss.FRAME_DT
-    air = _corner_z(track, _toss.HALF)[:, 0] > MARGIN
+    t = np.arange(len(track)) * FRAME_DT
+    air = _corner_z(track, HALF)[:, 0] > MARGIN
     impacts, skipped = [], []
     k = 0
     while k < len(track):
@@ -393,7 +393,7 @@ def _later_impacts(track: np.ndarray, t_from: float, window: float) -> tuple[lis
             skipped.append(f"after {t[k]:.3f} s: the fitted flight does not reach the table")
             k = end
             continue
-        pre = np.asarray(_toss.free_flight(jnp.asarray(state), jnp.asarray(tau)), np.float64)
+        pre = np.asarray(free_flight(jnp.asarray(state), jnp.asarray(tau)), np.float64)
         post = _post_fit(t, track, t_ref + tau, window)
         if isinstance(post, str):
             skipped.append(f"after {t[k]:.3f} s: {post}")
@@ -409,7 +409,7 @@ def ingest_cube_tosses(
     *,
     table_z: float | None = None,
     length_scale: float | None = None,
-    window: float = _toss.WINDOW,
+    window: float = WINDOW,
     impacts: str = "all",
 ) -> dict:
     """The impact events of the recorded tosses in `path` (source "contactnets").
@@ -454,7 +454,7 @@ def ingest_cube_tosses(
     meta = {
         "file": os.path.basename(data.path),
         "window_s": window,
-        "frame_dt": _toss.FRAME_DT,
+        "frame_dt": FRAME_DT,
         "table_z": data.table_z,
         "length_scale": data.length_scale,
         "n_tosses": len(data.toss_ids),

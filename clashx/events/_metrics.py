@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import Array, Float
+from ..core import Array, Float
 
 VELOCITY_FLOOR = 0.02  # m/s: the floor of every velocity loss (a near-still block does not dominate a fit)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._ingest import pooled_noise, start_pose_before_touch
+from ._ingest_strike import pooled_noise, start_pose_before_touch
 
 
 def read_tracks(recording: dict, rows=None) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray], np.ndarray, tuple]:

@@ -37,8 +37,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..core._mjx import mjx
-from ..core._types import Array, Bool, PRNGKeyArray
+from ..core import Array, Bool, PRNGKeyArray, mjx
 
 Step = Callable[[mjx.Data], mjx.Data]
 

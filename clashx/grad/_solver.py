@@ -26,7 +26,7 @@ import types
 
 import jax
 
-from ..core._mjx import _solver, mjx
+from ..core import mjx, mjx_solver
 
 _LOCK = threading.Lock()
 
@@ -39,7 +39,7 @@ class _FixedLax(types.ModuleType):
         self.max_iter = max_iter
 
     def while_loop(self, cond_fun, body_fun, init_val):
-        return _solver._while_loop_scan(cond_fun, body_fun, init_val, self.max_iter)
+        return mjx_solver._while_loop_scan(cond_fun, body_fun, init_val, self.max_iter)
 
     def __getattr__(self, name):
         return getattr(jax.lax, name)
@@ -58,7 +58,7 @@ class _JaxWithFixedLax(types.ModuleType):
 
 def reverse_mode_ready() -> bool:
     """Whether MJX's solver has the shape `step` relies on (a module-level `jax` and `_while_loop_scan`)."""
-    return getattr(_solver, "jax", None) is jax and callable(getattr(_solver, "_while_loop_scan", None))
+    return getattr(mjx_solver, "jax", None) is jax and callable(getattr(mjx_solver, "_while_loop_scan", None))
 
 
 def step(model: mjx.Model, data: mjx.Data) -> mjx.Data:
@@ -85,8 +85,8 @@ def step(model: mjx.Model, data: mjx.Data) -> mjx.Data:
         )
     n_iter = int(model.opt.iterations)
     with _LOCK:
-        _solver.jax = _JaxWithFixedLax(n_iter)
+        mjx_solver.jax = _JaxWithFixedLax(n_iter)
         try:
             return mjx.step(model, data)
         finally:
-            _solver.jax = jax
+            mjx_solver.jax = jax

@@ -31,10 +31,8 @@ import jax
 import jax.numpy as jnp
 
 from .. import hybrid as _hybrid
-from ..core._mjx import mjx
-from ..core._types import Array, Float, PRNGKeyArray
-from ..scenes import _strike
-from ..scenes._strike import StrikeSim
+from ..core import Array, Float, PRNGKeyArray, mjx
+from ..scenes import ContactResult, StrikeSim, block_pose, initial_state, parked, release_rule, striker_contact
 from . import _solver
 from ._bcg import BCGConfig, bcg_scan, plain_scan
 
@@ -51,11 +49,11 @@ def strike_bcg_config(**overrides) -> BCGConfig:
 
 
 def _record(sim: StrikeSim, data: mjx.Data):
-    touching, depth, normal = _strike._striker_contact(sim, data)
+    touching, depth, normal = striker_contact(sim, data)
     return data.qpos, data.qvel, touching, depth, normal
 
 
-def contact_from_records(sim: StrikeSim, qpos0, qvel0, records) -> _strike.ContactResult:
+def contact_from_records(sim: StrikeSim, qpos0, qvel0, records) -> ContactResult:
     """The contact phase's result (`_strike.contact_phase`'s bookkeeping) from per-step records.
 
     `records[k]` is the state after step k (state k + 1) and the collision pass of
@@ -73,10 +71,10 @@ def contact_from_records(sim: StrikeSim, qpos0, qvel0, records) -> _strike.Conta
     closing = jnp.abs(v_striker @ normal[k])
     ia = jnp.clip(k + n_win - 2, 0, n - 1)
     ib = jnp.clip(k + n_win - 1, 0, n - 1)
-    touched, post, pose, t_touch, t_release = _strike.release_rule(
+    touched, post, pose, t_touch, t_release = release_rule(
         sim, found, touch_k, depth[k], closing, qpos[ia], qvel[ia], qpos[ib], qvel[ib]
     )
-    return _strike.ContactResult(
+    return ContactResult(
         post_velocity=post,
         release_pose=pose,
         t_touch=t_touch,
@@ -126,7 +124,7 @@ def full_contact_pose(
     """
     step = _stepper(reverse)
     model = sim.space.apply(sim.model, sim.rows, params)
-    qpos0, qvel0 = _strike.initial_state(sim, strike)
+    qpos0, qvel0 = initial_state(sim, strike)
     data = mjx.make_data(model).replace(qpos=qpos0.astype(model.qpos0.dtype), qvel=qvel0.astype(model.qpos0.dtype))
     record = lambda d: _record(sim, d)  # noqa: E731
     if bcg is None:
@@ -136,17 +134,17 @@ def full_contact_pose(
             raise ValueError("full_contact_pose: a bundle (bcg=...) needs key=")
 
         def onset(d):
-            return _strike._striker_contact(sim, d)[0]
+            return striker_contact(sim, d)[0]
 
         _, records = bcg_scan(
             lambda d: step(model, d), data, sim.n_contact, onset=onset, record=record, config=bcg, key=key
         )
     c = contact_from_records(sim, qpos0, qvel0, records)
     slide = sim.space.apply(sim.slide_model, sim.slide_rows, params)
-    q, v = _strike.parked(c.q_end, c.v_end)
+    q, v = parked(c.q_end, c.v_end)
     d = mjx.make_data(slide).replace(qpos=q, qvel=v)
     d, _ = jax.lax.scan(lambda d, _: (step(slide, d), None), d, None, length=slide_steps(sim, horizon))
-    return _strike.block_pose(d.qpos)
+    return block_pose(d.qpos)
 
 
 def hybrid_pose(

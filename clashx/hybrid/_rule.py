@@ -33,15 +33,15 @@ contacts out of the engine's model altogether (`switch_rows` empty).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _batch
-from ..core._mjx import mjx
-from ..core._types import Array, Bool, Float, Int
+from ..core import Array, Bool, Float, Int, mjx
+from ..core import batch as _batch
 from ..scenes import APART_CAP, AbstractImpactScene, PairScene, crossing, limit_energy, touches
 
 Handler = Callable  # (scene.impact_input(pre), params) -> the scene's prediction (e.g. a surrogate)
@@ -350,11 +350,11 @@ def _scan_rules(scene: AbstractImpactScene, handler: Handler, params, rule: Rule
     """
     flight = _has_flight(scene)
     if flight:  # what the rule sees depends on where the flight began: step by step
-        seps = jnp.zeros(qpos.shape[:2], qpos.dtype)
-        nows = jnp.zeros(qpos.shape[:2] + rule.last.shape[-1:], qpos.dtype)
+        seps: jax.Array = jnp.zeros(qpos.shape[:2], qpos.dtype)
+        nows: jax.Array = jnp.zeros(qpos.shape[:2] + rule.last.shape[-1:], qpos.dtype)
     else:  # the engine's states: every separation at once
         seps = jax.vmap(jax.vmap(scene.separation))(qpos)
-        nows = jax.vmap(jax.vmap(scene.pair_state))(qpos, qvel)
+        nows = jnp.asarray(jax.vmap(jax.vmap(scene.pair_state))(qpos, qvel))
 
     def world(p, r, qs, vs, ts, ss, ns, lim):
         k = qs.shape[0]
@@ -404,7 +404,7 @@ def rollouts_c(
     until_rest: bool = True,
     segment: int = SEGMENT,
     nthread: int = 0,
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """The CPU fallback of `rollouts`: the same rule between MuJoCo C steps (`mujoco.batch`), no gradients.
 
     Each world runs on its own clock: the engine steps every unfinished world `segment` steps,
@@ -433,7 +433,7 @@ def rollouts_c(
     batch = _batch.make_batch(scene.hybrid_c_model(), scene.space, scene.hybrid_rows(), ep, nsim=n, nthread=nthread)
     rows = list(scene.switch_rows)
     margin = batch.expand("pair_margin") if rows else None
-    base = margin[:, rows].copy() if margin is not None else None
+    base = margin[:, rows].copy() if margin is not None else np.zeros((n, 0))
     q, v = np.array(qpos, np.float64), np.array(qvel, np.float64)
     qadr = np.asarray(scene.joints.qadr, np.int64)
     vadr = np.asarray(scene.joints.vadr, np.int64)

@@ -23,14 +23,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _batch
-from ..core._mjx import mjx
-from ..core._shard import map_batched, spread
-from ..core._types import Array, Bool, Float
-from ..scenes import _geometry as geo
-from ..scenes import _scenes, _strike
-from ..scenes._strike_impact import block_pose, guard, strike_of_state
-from ._rule import Handler, HybridState, hybrid_step, hybrid_system, init_state, rollouts_c
+from ..core import Array, Bool, Float, map_batched, mjx, spread
+from ..core import batch as _batch
+from ..scenes import (
+    MAX_TIME,
+    MJX_BLOCK,
+    RELEASE_AFTER,
+    SolverSettings,
+    StrikeSim,
+    block_pose,
+    guard,
+    initial_state,
+    initial_states_batch,
+    make_strike_sim,
+    strike_of_state,
+)
+from ..scenes import geometry as geo
+from ._rule import Handler, HybridState, RuleState, hybrid_step, hybrid_system, init_state, rollouts_c
 
 DT_AFTER = 0.008  # s: the engine's step once every world is past release (module doc)
 
@@ -48,7 +57,7 @@ class HybridSim(eqx.Module):
         n_after: steps at `dt_after` until MAX_TIME.
     """
 
-    sim: _strike.StrikeSim
+    sim: StrikeSim
     dt: float = eqx.field(static=True)
     n_steps: int = eqx.field(static=True)
     n_window: int = eqx.field(static=True)
@@ -62,7 +71,7 @@ class HybridSim(eqx.Module):
 
 
 def make_hybrid_sim(
-    shape: str, *, sim: _strike.StrikeSim | None = None, differentiable: bool = False, dt_after: float = DT_AFTER
+    shape: str, *, sim: StrikeSim | None = None, differentiable: bool = False, dt_after: float = DT_AFTER
 ) -> HybridSim:
     """The hybrid scene of one block shape.
 
@@ -82,14 +91,14 @@ def make_hybrid_sim(
     """
     geo.check_shape(shape)
     if sim is None:
-        settings = _scenes.SolverSettings(iterations=1) if differentiable else _scenes.SolverSettings()
-        sim = _strike.make_strike_sim(shape, settings)
+        settings = SolverSettings(iterations=1) if differentiable else SolverSettings()
+        sim = make_strike_sim(shape, settings)
     if sim.shape != shape:
         raise ValueError(f"sim is for the {sim.shape!r} block, not {shape!r}")
     dt = sim.dt
     if not dt_after >= dt:
         raise ValueError(f"dt_after = {dt_after} s must be at least the hybrid step {dt} s")
-    n_window = int(round(_strike.RELEASE_AFTER / dt))
+    n_window = int(round(RELEASE_AFTER / dt))
     n_steps = sim.n_approach + n_window + 1
     return HybridSim(
         sim=sim,
@@ -98,7 +107,7 @@ def make_hybrid_sim(
         n_window=n_window,
         n_approach=sim.n_approach,
         dt_after=float(dt_after),
-        n_after=int(math.ceil((_strike.MAX_TIME - n_steps * dt) / dt_after - 1e-9)),
+        n_after=int(math.ceil((MAX_TIME - n_steps * dt) / dt_after - 1e-9)),
     )
 
 
@@ -157,7 +166,7 @@ def hybrid_rollout(
         A `HybridResult`.  jit, vmap (per-world strikes and parameters) and grad all apply.
     """
     system = hybrid_system(hs.sim, handler, params)
-    qpos, qvel = _strike.initial_state(hs.sim, strike)
+    qpos, qvel = initial_state(hs.sim, strike)
     state = init_state(system, qpos, qvel)
     n_rule = hs.n_steps if n_steps is None else min(n_steps, hs.n_steps)
     n_after = hs.n_after if n_steps is None else max(n_steps - hs.n_steps, 0)
@@ -183,9 +192,7 @@ def hybrid_rollouts(hs: HybridSim, handler: Handler, strikes: Float[Array, "n 3"
 
 @eqx.filter_jit
 def _hybrid_rollouts(hs: HybridSim, handler: Handler, strikes, params) -> HybridResult:
-    return map_batched(
-        lambda x: hybrid_rollout(hs, handler, x[0], x[1]), (strikes, params), batch_size=_strike.MJX_BLOCK
-    )
+    return map_batched(lambda x: hybrid_rollout(hs, handler, x[0], x[1]), (strikes, params), batch_size=MJX_BLOCK)
 
 
 @eqx.filter_jit
@@ -212,13 +219,13 @@ def hybrid_rollouts_c(
     strikes = np.asarray(strikes, np.float64)
     n = len(strikes)
     params = np.broadcast_to(np.asarray(params, np.float64), (n, hs.sim.space.size)).copy()
-    q0, v0 = (np.asarray(a, np.float64) for a in _strike.initial_states_batch(hs.sim, jnp.asarray(strikes)))
+    q0, v0 = (np.asarray(a, np.float64) for a in initial_states_batch(hs.sim, jnp.asarray(strikes)))
     q, v, info = rollouts_c(hs.sim, handler, params, q0, v0, hs.n_steps, until_rest=False, nthread=nthread)
     m = hs.sim.mj_slide_model()
     m.opt.timestep = hs.dt_after
     batch = _batch.make_batch(m, hs.sim.space, hs.sim.slide_rows, params, nsim=n, nthread=nthread)
     q_end = _batch.rollout(batch, q, v, hs.n_after, time=hs.n_steps * hs.dt)["qpos"][:, -1]
-    r = info["rule"]
+    r: RuleState = info["rule"]
     out = _results(hs, handler, jnp.asarray(params), jnp.asarray(q_end), jnp.asarray(r.impacts), r.pre, r.post,
                    r.t_first)  # fmt: skip
     return jax.tree.map(lambda a: np.asarray(a, np.float64) if a.dtype.kind == "f" else np.asarray(a), out)

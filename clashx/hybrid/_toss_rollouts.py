@@ -18,10 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._mjx import mjx
-from ..core._types import Array, Float
-from ..scenes import TossSim
-from ..scenes._toss import FRAME_DT, interpolate_states, qpos_qvel_to_state, state_to_qpos_qvel
+from ..core import Array, Float, mjx
+from ..scenes import FRAME_DT, TossSim, interpolate_states, qpos_qvel_to_state, state_to_qpos_qvel
 from ._rule import rollouts
 
 BLOCK = 128  # tosses per vmapped block (one compile per block size and frame count)

@@ -19,11 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._params import ParamSpace
-from ..core._types import Array, Float, PRNGKeyArray
-from ..events._events import load_events
-from ..scenes import _toss
-from ..surrogate._cube import CubeSurrogate, impact_targets, make_cube_surrogate, save_cube_surrogate
+from ..core import Array, Float, ParamSpace, PRNGKeyArray
+from ..events import load_events
+from ..scenes import CUBE_INERTIA, CUBE_MASS, GRAVITY
+from ..surrogate import CubeSurrogate, impact_targets, make_cube_surrogate, save_cube_surrogate
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
 from ._pretrain import FLAGS, PretrainConfig
@@ -52,11 +51,10 @@ ENERGY_GAIN_TOL = 0.01  # J: a generated impact may not gain more energy than th
 
 def toss_energy(states: np.ndarray) -> np.ndarray:
     """Mechanical energy (J) of cube states (n, 13): kinetic, rotational and potential (table at z = 0)."""
-    from ..scenes._scenes import CUBE_INERTIA, CUBE_MASS
 
     s = np.asarray(states, np.float64)
     kin = 0.5 * CUBE_MASS * np.sum(s[:, 10:13] ** 2, 1) + 0.5 * CUBE_INERTIA * np.sum(s[:, 7:10] ** 2, 1)
-    return kin + CUBE_MASS * _toss.GRAVITY * s[:, 6]
+    return kin + CUBE_MASS * GRAVITY * s[:, 6]
 
 
 def load_cube_training(path: str | tuple[str, ...]) -> tuple[ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
@@ -186,59 +184,3 @@ def finetune_cube(
 
 
 # --- MJX's parameters between impacts, through the every-impact hybrid -------------------------------
-
-
-def fit_between_impacts(
-    sim: _toss.TossSim,
-    impact: CubeSurrogate,
-    initial_states: Float[np.ndarray, "n 13"],
-    params: Float[np.ndarray, "p"],
-    tracks: list[np.ndarray],
-    rest0: Float[np.ndarray, "p"],
-    *,
-    key: PRNGKeyArray,
-    population: int = 8,
-    generations: int = 6,
-    std_init: float = 0.1,
-) -> tuple[np.ndarray, float, np.ndarray]:
-    """MJX's contact parameters between impacts, refit on whole recorded tosses through the every-impact hybrid.
-
-    CMA-ES (`clashx.optimize.cmaes_in_box`, the prior's unit cube, started at
-    `rest0`) on the squared trajectory residuals (`clashx.baselines._cube_fit.trajectory_residuals`:
-    position in cube widths and rotation, every recorded frame) of the tosses
-    rolled out from `initial_states` by `hybrid_toss_every` with `impact` at `params`.
-    Each generation is one batched rollout of population × tosses.
-
-    Returns:
-        (rest params (p,), their cost, the best cost of each generation); `rest0`
-        itself competes, so the cost never exceeds its.
-    """
-    from ..baselines._cube_fit import pad_tracks, trajectory_residuals
-    from ..hybrid import hybrid_tosses
-    from ..optimize._optimize import cmaes_in_box
-
-    real, mask = pad_tracks(tracks)
-    n, n_frames = mask.shape
-    states = np.asarray(initial_states, np.float64)
-
-    def losses(u: np.ndarray) -> np.ndarray:
-        rest = np.asarray(impact.space.from_unit(jnp.asarray(u)), np.float64)
-        k = len(u)
-        frames = hybrid_tosses(
-            sim,
-            impact,
-            np.tile(states, (k, 1)),
-            params,
-            n_frames,
-            rest_params=np.repeat(rest, n, 0),
-            every_impact=True,
-            block=k * n,
-        ).reshape(k, n, n_frames, 13)
-        return np.array([float(jnp.sum(trajectory_residuals(f, real, mask) ** 2)) for f in frames])
-
-    u0 = np.clip(np.asarray(impact.space.to_unit(jnp.asarray(rest0)), np.float64), 0.02, 0.98)
-    start = (u0, float(losses(u0[None])[0]))
-    u, cost, history = cmaes_in_box(
-        losses, u0, key=key, population=population, generations=generations, std_init=std_init, best=start
-    )
-    return np.asarray(impact.space.from_unit(jnp.asarray(u)), np.float64), cost, history

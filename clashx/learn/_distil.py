@@ -27,11 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core._types import PRNGKeyArray
-from ..events._generate import sample_strikes
-from ..scenes import _geometry as geo
-from ..scenes._strike import StrikeSim, block_pose, simulate_strikes_c
-from ..surrogate._surrogate import Surrogate, release_loss, window_displacement
+from ..core import PRNGKeyArray
+from ..events import sample_strikes
+from ..scenes import StrikeSim, block_pose, simulate_strikes_c
+from ..scenes import geometry as geo
+from ..surrogate import Surrogate, release_loss, window_displacement
 
 
 @dataclasses.dataclass(frozen=True)

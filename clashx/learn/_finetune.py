@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core._types import Array, Float, PRNGKeyArray
-from ..surrogate._base import AbstractSurrogate
+from ..core import Array, Float, PRNGKeyArray
+from ..surrogate import AbstractSurrogate
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,10 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import Array, Float, PRNGKeyArray
-from ..scenes import _geometry as geo
-from ..surrogate._base import AbstractSurrogate
-from ..surrogate._surrogate import Surrogate, predict, velocity_loss
+from ..core import Array, Float, PRNGKeyArray
+from ..scenes import geometry as geo
+from ..surrogate import AbstractSurrogate, Surrogate, predict, velocity_loss
 
 _Z_MAX = 5.0  # logits stay in [-5, 5] (unit 0.007 … 0.993): the sigmoid's slope must not vanish
 

@@ -1,15 +1,15 @@
 """clashx's whole pipeline on a strike recording: tracks → labels → two-stage identification → fine-tuning.
 
-A recording (`clashx.events._ingest` format) holds every strike's motion-capture
+A recording (`clashx.events._ingest_strike` format) holds every strike's motion-capture
 track.  `fit_recording` runs, in this order:
 
 1. **Labels.** Each touched strike's post-impact velocity from its track
-   (`clashx.events._ingest`, the stop-time slide fit with a file-level prior).
+   (`clashx.events._ingest_strike`, the stop-time slide fit with a file-level prior).
 2. **Stage 2 of HALO first: the ground, from the slides.** A block sliding
    on a floor with Coulomb friction decelerates at μ2·g whatever its mass,
    so the slides' deceleration pooled over the file (the labels' file-level
    prior, robust to outliers) gives μ2 = a / g with its spread.  (Fitting the
-   ground through MuJoCo's own slide, `clashx.hybrid._slide.fit_slides`, was tried:
+   ground through MuJoCo's own slide, `clashx.hybrid._strike_slide.fit_slides`, was tried:
    on lab A its μ2 moved from 0.30 to 0.40 with the centre of mass it was
    given, because MuJoCo's slide and spin-down are not the lab's; the
    deceleration gave 0.28-0.30 on every file.)
@@ -47,11 +47,12 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from ..core._types import PRNGKeyArray
-from ..events._ingest import ingest_strike_lab
-from ..scenes import _geometry as geo
-from ..scenes._strike import StrikeSim
-from ..surrogate._surrogate import Surrogate
+from ..core import PRNGKeyArray
+from ..events import ingest_strike_lab
+from ..hybrid import ingest_by_simulation
+from ..scenes import StrikeSim
+from ..scenes import geometry as geo
+from ..surrogate import Surrogate
 from ._distil import LocalDistilConfig, distil_locally
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
@@ -64,9 +65,9 @@ class LabFitConfig:
     Attributes:
         free: the parameters identified (default: all of the surrogate's space); the others keep
             their nominal values (μ2: the slides').
-        labels: how the tracks become velocities: "stop-time" (`clashx.events._ingest`, a slide
+        labels: how the tracks become velocities: "stop-time" (`clashx.events._ingest_strike`, a slide
             model per strike: the better on the lab's tracks) or "sim" (MuJoCo's slide fitted to
-            all tracks, `clashx.hybrid._slide.ingest_by_simulation`: exact where the tracks are MuJoCo's).
+            all tracks, `clashx.hybrid._strike_slide.ingest_by_simulation`: exact where the tracks are MuJoCo's).
         prior_std: Gaussian prior per parameter, in units of its prior range, around the nominal block.
         stage1_slide_std: μ2's prior σ in stage 1 (units of its range): held at stage 2's value.
         min_slide_std: floor of μ2's prior σ in the joint refinement (units of the range).
@@ -153,7 +154,7 @@ def fit_recording(
     Args:
         model: the pretrained surrogate of the recording's shape.
         sim: the strike scene of that shape (its slide model and space: the surrogate's).
-        recording: the recording's arrays (`clashx.events._ingest` format).
+        recording: the recording's arrays (`clashx.events._ingest_strike` format).
         where: its name for messages.
         rows: strikes to use (default: every touched one).
         key: PRNG key (identification starts, fine-tuning folds).
@@ -171,8 +172,6 @@ def fit_recording(
     if config.labels not in ("stop-time", "sim"):
         raise ValueError(f"labels {config.labels!r}: expected 'stop-time' or 'sim'")
     if config.labels == "sim":
-        from ..hybrid._slide import ingest_by_simulation
-
         events = ingest_by_simulation(recording, where, sim=sim)
     else:
         events = ingest_strike_lab(recording, where)

@@ -16,10 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import PRNGKeyArray
-from ..events._events import EventFileError, load_events
-from ..scenes._pair import SCHEMA, PairScene
-from ..surrogate._pair import PairSurrogate, make_pair_surrogate, save_pair_surrogate
+from ..core import PRNGKeyArray
+from ..events import EventFileError, load_events
+from ..scenes import SCHEMA, PairScene
+from ..surrogate import PairSurrogate, make_pair_surrogate, save_pair_surrogate
 from ._finetune import FinetuneConfig, finetune
 from ._identify import IdentifyResult, identify
 from ._pretrain import FLAGS, PretrainConfig

@@ -10,7 +10,7 @@ the run folder:
 
 A killed run resumes from its last epoch when started again with the same
 configuration.  Every SCENE.md shape is mirror-symmetric, so each training
-event is also used as its mirror image (`clashx.surrogate._surrogate.mirror`).
+event is also used as its mirror image (`clashx.surrogate._strike_surrogate.mirror`).
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._io import write_json
-from ..core._params import ParamSpace
-from ..events import _metrics
-from ..events._events import load_events
-from ..scenes import _geometry as geo
-from ..surrogate._surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
+from ..core import ParamSpace, write_json
+from ..events import load_events, relative_error
+from ..scenes import geometry as geo
+from ..surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
 from ._train import split_indices, train_epochs
 
 
@@ -96,7 +94,7 @@ def validation_report(model: Surrogate, strikes, params, outcomes) -> dict:
     """
     pred = np.asarray(_release_batched(model, jnp.asarray(strikes), jnp.asarray(params)))
     length = geo.characteristic_length(model.shape)
-    err = np.asarray(_metrics.relative_error(pred[:, :3], outcomes[:, :3], length))
+    err = np.asarray(relative_error(pred[:, :3], outcomes[:, :3], length))
     out = {
         "alpha_0.05": float(np.mean(err <= 0.05)),
         "alpha_0.1": float(np.mean(err <= 0.1)),
@@ -105,7 +103,7 @@ def validation_report(model: Surrogate, strikes, params, outcomes) -> dict:
         "n": int(len(err)),
     }
     if outcomes.shape[1] == 6 and np.isfinite(outcomes[:, 3:]).all():
-        d_err = np.asarray(_metrics.relative_error(pred[:, 3:], outcomes[:, 3:], length))
+        d_err = np.asarray(relative_error(pred[:, 3:], outcomes[:, 3:], length))
         out["displacement_median_rel_err"] = float(np.median(d_err))
     return out
 

@@ -9,7 +9,7 @@ noise, over the first `window` seconds after release.
 The weight gradient is taken in two parts, because reverse mode cannot
 pass MJX's constraint solver (a `while_loop`, mujoco#2259): the derivative
 of each strike's loss with respect to the surrogate's six outputs by forward
-mode through the slide (six tangents, float64 as `clashx.hybrid._track_mjx`
+mode through the slide (six tangents, float64 as `clashx.hybrid._strike_track`
 requires), then a vector-Jacobian product through the network.  Steps are
 Adam on the weights `FinetuneConfig.scope` names with an L2 pull toward the
 starting weights; the step count is chosen by `clashx.learn._finetune.choose_steps`
@@ -41,12 +41,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core._mjx import as_float64
-from ..core._types import PRNGKeyArray
-from ..events._tracks import read_tracks
-from ..hybrid import _track_mjx as tm
-from ..scenes._strike import RELEASE_AFTER, StrikeSim
-from ..surrogate._surrogate import Surrogate
+from ..core import PRNGKeyArray, as_float64
+from ..events import read_tracks
+from ..hybrid import Query, pose_loss, track_from_release
+from ..scenes import RELEASE_AFTER, StrikeSim
+from ..surrogate import Surrogate
 from ._finetune import FinetuneConfig, choose_steps, cv_folds
 
 WINDOW = 0.3  # s after release fitted by default: the slide's first part, where the release velocity dominates
@@ -63,7 +62,7 @@ class TrackBatch(NamedTuple):
         n_steps: slide steps that cover the last fitted sample.
     """
 
-    query: tm.Query
+    query: Query
     poses: np.ndarray
     mask: np.ndarray
     noise: tuple[float, float]
@@ -82,7 +81,7 @@ def track_batch(sim: StrikeSim, recording: dict[str, Any], *, rows=None, window:
     pad = lambda a, c: np.concatenate([a[c], np.repeat(a[c][-1:], k - int(c.sum()), 0)])  # noqa: E731
     t_pad = np.stack([pad(t, c) for t, c in zip(times, cut)])
     last = float(np.max(t_pad - t_touch[:, None])) - RELEASE_AFTER
-    query = tm.Query(strikes, starts, t_touch, t_pad)
+    query = Query(strikes, starts, t_touch, t_pad)
     mask = np.stack([np.arange(k) < int(c.sum()) for c in cut])
     n_steps = max(int(np.ceil(last / sim.settings.dt_slide)) + 2, 2)
     return TrackBatch(query, np.stack([pad(p, c) for p, c in zip(poses, cut)]), mask, noise, n_steps)
@@ -108,7 +107,7 @@ def finetune_on_tracks(
     Args:
         model: the (identified, re-distilled) surrogate of the recording's shape.
         sim: the strike scene of that shape.
-        recording: strike-lab recording arrays (`clashx.events._ingest` format).
+        recording: strike-lab recording arrays (`clashx.events._ingest_strike` format).
         params: (p,) identified parameters.
         key: PRNG key of the fold assignment.
         config: step size, step budget (`max_steps`), folds, pull, scope, stopping rule.
@@ -131,7 +130,7 @@ def finetune_on_tracks(
         w0, static = eqx.partition(base, base.trainable(config.scope))
 
         def strike_loss(out, qi, rec, m):
-            return tm.pose_loss(tm.track_from_release(sim64, out, p, qi, batch.n_steps), qi, rec, batch.noise, m)
+            return pose_loss(track_from_release(sim64, out, p, qi, batch.n_steps), qi, rec, batch.noise, m)
 
         def outputs(w):
             return jax.vmap(eqx.combine(w, static).release, in_axes=(0, None))(q.strike, p)

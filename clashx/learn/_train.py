@@ -21,9 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core._io import describe_changes, load_model_leaves, write_json
-from ..core._shard import shard_batch
-from ..core._types import PRNGKeyArray
+from ..core import PRNGKeyArray, describe_changes, load_model_leaves, shard_batch, write_json
 
 
 def split_indices(n: int, fraction: float, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:

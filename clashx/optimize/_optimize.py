@@ -29,10 +29,11 @@ import jax.numpy as jnp
 import numpy as np
 from evosax.algorithms import CMA_ES
 
-from ..core._types import Array, Float, PRNGKeyArray
-from ..hybrid import Handler, HybridSim
-from ..scenes import _geometry as geo
-from ..scenes._strike import StrikeSim
+from .. import hybrid as _hybrid
+from ..core import Array, Float, PRNGKeyArray
+from ..hybrid import Handler, HybridSim, hybrid_rollout
+from ..scenes import SolverSettings, StrikeSim, make_strike_sim, simulate_strike, simulate_strikes_c
+from ..scenes import geometry as geo
 
 _LOW = jnp.asarray(geo.STRIKE_LOW)
 _HIGH = jnp.asarray(geo.STRIKE_HIGH)
@@ -263,7 +264,6 @@ class HybridEvaluator(eqx.Module):
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
-        from ..hybrid import hybrid_rollout
 
         return jax.vmap(lambda s: hybrid_rollout(self.hs, self.handler, s, self.params).rest_pose)(strikes)
 
@@ -275,29 +275,25 @@ class MJXEvaluator(eqx.Module):
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
-        from ..scenes._strike import simulate_strike
 
         return jax.vmap(lambda s: simulate_strike(self.sim, s, self.params).rest_pose)(strikes)
 
 
 def cached_scene(sims: dict, shape: str, dt_slide: float):
     """The strike scene of `shape` with slide step `dt_slide`, built once per `sims` cache."""
-    from ..scenes import _scenes, _strike
 
     k = (shape, dt_slide)
     if k not in sims:
-        sims[k] = _strike.make_strike_sim(shape, _scenes.SolverSettings(dt_slide=dt_slide))
+        sims[k] = make_strike_sim(shape, SolverSettings(dt_slide=dt_slide))
     return sims[k]
 
 
 def cached_hybrid(sims: dict, shape: str):
     """The hybrid scene of `shape` (on the default strike scene), built once per `sims` cache."""
-    from .. import hybrid as _hybrid
-    from ..scenes import _scenes
 
     k = (shape, "hybrid")
     if k not in sims:
-        sims[k] = _hybrid.make_hybrid_sim(shape, sim=cached_scene(sims, shape, _scenes.SolverSettings().dt_slide))
+        sims[k] = _hybrid.make_hybrid_sim(shape, sim=cached_scene(sims, shape, SolverSettings().dt_slide))
     return sims[k]
 
 
@@ -311,8 +307,6 @@ def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict 
     4 ms: what `clashx generate` simulates).  `sims` caches the scenes across
     calls (`cached_scene`, `cached_hybrid`).
     """
-    from .. import hybrid as _hybrid
-    from ..scenes import _scenes, _strike
 
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
@@ -325,13 +319,11 @@ def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict 
         if engine == "mjx-hybrid":
             return HybridEvaluator(hs, handler, jnp.asarray(params, jnp.float32)), True
         return (lambda s: _hybrid.hybrid_rollouts_c(hs, handler, s, params).rest_pose), False
-    dt = _scenes.SolverSettings().dt_contact if engine in ("mujoco-c", "mjx") else _scenes.SolverSettings().dt_slide
+    dt = SolverSettings().dt_contact if engine in ("mujoco-c", "mjx") else SolverSettings().dt_slide
     sim = cached_scene(sims, shape, dt)
     if engine == "mjx":
         return MJXEvaluator(sim, jnp.asarray(params, jnp.float32)), True
-    return (
-        lambda s: _strike.simulate_strikes_c(sim, s, np.broadcast_to(params, (len(s), len(params)))).rest_pose
-    ), False
+    return (lambda s: simulate_strikes_c(sim, s, np.broadcast_to(params, (len(s), len(params)))).rest_pose), False
 
 
 def optimize(

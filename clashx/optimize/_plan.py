@@ -30,7 +30,7 @@ strikes from candidates drawn over the lab's ranges, greedily, by one of:
 
 The label noise is what makes the criteria prefer strikes the lab can measure.
 A strike's velocity label is read from the block's slide after release
-(`clashx.events._ingest`); a slow strike's slide is a few millimetres, a few
+(`clashx.events._ingest_strike`); a slow strike's slide is a few millimetres, a few
 motion-capture noise std, so its label is poor.  `label_noise` is LABEL_NOISE
 (the labels' median error) and the motion-capture noise over the predicted slide
 length v² / (2 μ2 g), in quadrature.  Without it every criterion chose slow
@@ -52,12 +52,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import Array, Float
-from ..events._ingest import NOISE
-from ..events._metrics import speed_vector
-from ..scenes import _geometry as geo
-from ..scenes._strike import sample_strikes
-from ..surrogate._surrogate import Surrogate
+from ..core import Array, Float
+from ..events import NOISE, speed_vector
+from ..scenes import geometry as geo
+from ..scenes import sample_strikes
+from ..surrogate import Surrogate
 
 CRITERIA = ("robust", "d-optimal", "predictive", "disagreement", "random")
 # One-sigma of a velocity label, relative (the stop-time labels of the lab's tracks: 4.4-4.9 % median error).
@@ -117,7 +116,7 @@ def label_noise(model: Surrogate, strikes, params) -> np.ndarray:
 
     The slide's length is the predicted post-impact speed v over the ground's
     deceleration, v² / (2 μ2 g), μ2 the current value; the motion-capture noise
-    is SCENE.md's 0.5 mm (`clashx.events._ingest.NOISE`).
+    is SCENE.md's 0.5 mm (`clashx.events._ingest_strike.NOISE`).
     """
     params = np.asarray(params, np.float64)
     speed = np.asarray(_speeds(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)), np.float64)

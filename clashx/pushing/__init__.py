@@ -2,14 +2,25 @@
 
 from ._env import PushEnv as PushEnv
 from ._env import Task as Task
+from ._episode import policy_controller as policy_controller
+from ._episode import run_episode as run_episode
 from ._planner import PlannerConfig as PlannerConfig
 from ._planner import plan_strike as plan_strike
+from ._response import GRID as GRID
+from ._response import SIMULATORS as SIMULATORS
 from ._response import StrikeTable as StrikeTable
 from ._response import build_table as build_table
 from ._response import exact_response as exact_response
+from ._response import load_table as load_table
 from ._response import lookup as lookup
 from ._response import param_draws as param_draws
+from ._response import save_table as save_table
 from ._response import simulator as simulator
+from ._routes import GOAL_TOL as GOAL_TOL
+from ._routes import SAFE_HIGH as SAFE_HIGH
+from ._routes import SAFE_LOW as SAFE_LOW
+from ._routes import SHAPE as SHAPE
+from ._routes import YAW_LENGTH as YAW_LENGTH
 from ._routes import Route as Route
 from ._routes import advance as advance
 from ._routes import evaluation_yaws as evaluation_yaws

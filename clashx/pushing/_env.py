@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 from brax.envs.base import Env, State
 
-from ..core._types import Array, Float, Int
-from ..optimize._optimize import to_start_frame
+from ..core import Array, Float, Int
+from ..optimize import to_start_frame
 from . import _routes
 from ._response import StrikeTable, compose, lookup
 

@@ -17,7 +17,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from ..optimize._optimize import clip_to_ranges
+from ..optimize import clip_to_ranges
 from . import _routes
 from ._env import Task, observe
 from ._response import strike_of_action

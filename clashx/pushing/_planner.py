@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 from evosax.algorithms import CMA_ES
 
-from ..core._types import Array, Float, Int, PRNGKeyArray
-from ..optimize._optimize import pose_error
+from ..core import Array, Float, Int, PRNGKeyArray
+from ..optimize import pose_error
 from . import _routes
 from ._env import Task
 from ._response import StrikeTable, compose, lookup

@@ -34,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.ndimage import map_coordinates
 
-from ..core._types import Array, Float, Int
-from ..optimize._optimize import clip_to_ranges, make_evaluator, strikes_of_unit, to_world
-from ..scenes import _geometry as geo
+from ..core import Array, Float, Int
+from ..optimize import clip_to_ranges, make_evaluator, strikes_of_unit, to_world
+from ..scenes import geometry as geo
 
 GRID = (25, 9, 13)  # points along θ, θ1, v_pre
 SIMULATORS = ("mujoco", "clashx")

@@ -20,8 +20,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import Array, Bool, Float, Int
-from ..optimize._optimize import pose_error
+from ..core import Array, Bool, Float, Int
+from ..optimize import pose_error
 
 SHAPE = "semi-cylinder"
 SAFE_LOW = (-0.15, -0.25)  # m, the corridor's x and y bounds (block frame origin)

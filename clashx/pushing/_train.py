@@ -28,7 +28,7 @@ from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import networks as ppo_networks
 from brax.training.agents.ppo import train as ppo
 
-from ..core._io import write_json
+from ..core import write_json
 from ._env import OBS_SIZE, PushEnv
 
 

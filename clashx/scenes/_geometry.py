@@ -13,7 +13,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._types import Array, Bool, Float, ScalarLike
+from ..core import Array, Bool, Float, ScalarLike
 
 SHAPES = ("semi-cylinder", "square", "triangle")
 

@@ -50,11 +50,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import _batch
-from ..core._engine import resolve_engine
-from ..core._mjx import mjx
-from ..core._params import Layout, ParamSpace
-from ..core._types import Array, Float, PRNGKeyArray
+from ..core import Array, Float, Layout, ParamSpace, PRNGKeyArray, mjx, resolve_engine
+from ..core import batch as _batch
 from . import _pair_state as ps
 from ._scene import APART_CAP, AbstractImpactScene, ImpactGate, crossing, touches
 

@@ -28,8 +28,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core._mjx import mjx
-from ..core._types import Array, Float
+from ..core import Array, Float, mjx
 
 _FREE, _BALL = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
 _SLIDE, _HINGE = int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE)
@@ -92,8 +91,13 @@ def pair_joints(m: mujoco.MjModel, scene: str, pair: tuple[str, str]) -> PairJoi
     ids = sorted({body_id(m, scene, name) for name in pair})
     qadr: list[int] = []
     vadr: list[int] = []
-    bodies, body_q, body_v = [], [], []
-    free, ball, scalar, hinge = [], [], [], []
+    bodies: list[int] = []
+    body_q: list[tuple[int, int]] = []
+    body_v: list[tuple[int, int]] = []
+    free: list[tuple[int, int]] = []
+    ball: list[tuple[int, int]] = []
+    scalar: list[tuple[int, int]] = []
+    hinge: list[bool] = []
     for b in ids:
         if m.body_jntnum[b] == 0:
             continue
@@ -437,10 +441,10 @@ def pair_contact(model: mujoco.MjModel, geometry: PairGeometry, qpos: Float[Arra
     if geometry.others:  # every contact of this model is one of them (`pair_only`)
         c = mjx.collision(m, d)._impl.contact
         owner = jnp.asarray(model.geom_bodyid)[c.geom[:, 0]]
-        sign = jnp.where(owner == geometry.first, -1.0, 1.0)  # MuJoCo's normal runs geom1 -> geom2
+        flip = jnp.where(owner == geometry.first, -1.0, 1.0)  # MuJoCo's normal runs geom1 -> geom2
         dists.append(c.dist)
         points.append(c.pos)
-        normals.append(sign[:, None] * c.frame[:, 0, :])
+        normals.append(flip[:, None] * c.frame[:, 0, :])
     dist, point, normal = (jnp.concatenate(x) for x in (dists, points, normals))
     near = jax.nn.softmax(-(dist - jnp.min(dist)) / SOFTMIN_M)
     n = jnp.sum(near[:, None] * normal, axis=0)

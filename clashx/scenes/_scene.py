@@ -23,8 +23,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core._params import Layout, ParamSpace
-from ..core._types import Array, Bool, Float, PRNGKeyArray
+from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray
 from . import _pair_state as ps
 
 APART_CAP = 1 << 30  # steps: the apart counter saturates here
@@ -207,4 +206,4 @@ def limit_energy(scene: AbstractImpactScene, pre: Float[Array, " d"], post: Floa
     over = k1 > room
     scale = jnp.sqrt(jnp.clip(room, 0.0, None) / jnp.where(over, k1, 1.0))
     nq = scene.joints.nq
-    return post.at[nq:].multiply(jnp.where(over, scale, 1.0)), over
+    return jnp.asarray(post).at[nq:].multiply(jnp.where(over, scale, 1.0)), over

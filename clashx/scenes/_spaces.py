@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core._params import ParamSpace, Target
+from ..core import ParamSpace, Target
 from ._geometry import BLOCK_MASS
 
 # Priors of the block's own physics (SCENE.md gives the nominal values only): a real block is

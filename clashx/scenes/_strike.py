@@ -29,11 +29,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import _batch
-from ..core._mjx import mjx
-from ..core._params import Layout, ParamSpace
-from ..core._shard import map_batched, spread
-from ..core._types import Array, Bool, Float, PRNGKeyArray
+from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, map_batched, mjx, spread
+from ..core import batch as _batch
 from . import _geometry as geo
 from . import _pair_state as ps
 from . import _scenes
@@ -351,7 +348,7 @@ def release_rule(sim: StrikeSim, found, touch_k, depth, closing, q_a, v_a, q_b, 
     )
 
 
-def _striker_contact(sim: StrikeSim, data: mjx.Data):
+def striker_contact(sim: StrikeSim, data: mjx.Data):
     """(touching, depth, unit normal) of the deepest striker-block contact of the last collision pass."""
     contact = data._impl.contact
     g = contact.geom
@@ -374,7 +371,7 @@ def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -
         data, touch_k, depth, closing, q_a, v_a, q_b, v_b = carry
         v_striker = jnp.concatenate([data.qvel[6:8], jnp.zeros(1)])
         data = mjx.step(model, data)  # data.contact: the collision pass on state k
-        touching, d, normal = _striker_contact(sim, data)
+        touching, d, normal = striker_contact(sim, data)
         first = (touch_k < 0) & touching
         touch_k = jnp.where(first, k, touch_k)
         depth = jnp.where(first, d, depth)

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core._types import Array, Bool, Float
+from ..core import Array, Bool, Float
 from . import _geometry as geo
 
 ENERGY_SLACK = 0.02  # post-impact kinetic energy may exceed the pre-impact energy by at most 2 %
@@ -196,7 +196,7 @@ def release_state(b: StrikeBodies, window: float, pre: Float[Array, "19"], veloc
     A constant velocity (u, ω) in the block's frame moves it on an arc: yaw0 + ω T and
     p0 + R(yaw0) ∫₀ᵀ R(ω s) ds u, T = `window`.
     """
-    qpos, qvel = pre[:10], pre[10:]
+    qpos, qvel = jnp.asarray(pre[:10]), jnp.asarray(pre[10:])
     u, w = velocity[:2], velocity[2]
     yaw0 = block_pose(qpos)[2]
     wt = w * window
@@ -219,5 +219,5 @@ def release_state(b: StrikeBodies, window: float, pre: Float[Array, "19"], veloc
     v_world = geo.rot2(yaw0 + wt) @ u
     zero = jnp.zeros((), qvel.dtype)
     v = jnp.zeros_like(qvel).at[0:2].set(v_world).at[5].set(w + zero)
-    q, v = parked(q, v)
-    return jnp.concatenate([q, v])
+    q_out, v_out = parked(q, v)
+    return jnp.concatenate([q_out, v_out])

@@ -69,11 +69,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import _batch
-from ..core._mjx import mjx
-from ..core._params import Layout, ParamSpace
-from ..core._shard import map_batched, spread
-from ..core._types import Array, Bool, Float, PRNGKeyArray
+from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, map_batched, mjx, spread
+from ..core import batch as _batch
 from . import _geometry as geo
 from . import _pair_state as ps
 from . import _scenes
@@ -92,7 +89,7 @@ MIN_CLOSING_SPEED = 0.15  # m/s: slower landings of the lowest corner stay with 
 REST_SPEED = 1e-3  # m/s, rad/s: a cube out of any window moving slower than this rests
 GRAVITY = geo.GRAVITY  # m/s^2, MuJoCo's default
 HALF = _scenes.CUBE_HALF
-_CORNER_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
+CORNER_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
 
 # Initial states of generated tosses (world frame, table at z = 0), a box that
 # holds the first frames of the 350 real tosses (see `sample_toss_inputs`).

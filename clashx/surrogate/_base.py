@@ -13,8 +13,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..core._params import ParamSpace
-from ..core._types import Array, Float
+from ..core import Array, Float, ParamSpace
 
 
 class AbstractSurrogate(eqx.Module):

@@ -1,6 +1,6 @@
 """The cube-table impact surrogate: (pre-impact state, contact parameters) → state after the impact window.
 
-The cube toss's counterpart of `clashx.surrogate._surrogate` (CLASH's distilled model,
+The cube toss's counterpart of `clashx.surrogate._strike_surrogate` (CLASH's distilled model,
 He et al. 2026).  One impact is the first-impact event of
 `clashx.scenes._toss`: `pre_state` at first contact (a corner at z = 0) and
 `post_state` `WINDOW` = 4 frames (27 ms) later.
@@ -41,11 +41,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._io import check_space, load_model_leaves, read_model_meta, save_model
-from ..core._params import ParamSpace
-from ..core._types import Array, Float, PRNGKeyArray
-from ..scenes import _toss
-from ..scenes._spaces import cube_space
+from ..core import Array, Float, ParamSpace, PRNGKeyArray, check_space, load_model_leaves, read_model_meta, save_model
+from ..events import data_path, versions
+from ..scenes import WINDOW, cube_space, quat_exp, quat_mul, quat_to_mat
 from ._base import TargetSurrogate, init_network
 
 MODEL_FILE = "cube_surrogate.eqx"
@@ -78,7 +76,7 @@ def quat_conj(q: Float[Array, "4"]) -> Float[Array, "4"]:
 
 
 def quat_log(q: Float[Array, "4"]) -> Float[Array, "3"]:
-    """Rotation vector (rad) of a unit quaternion, the shorter way round; the inverse of `_toss.quat_exp`."""
+    """Rotation vector (rad) of a unit quaternion, the shorter way round; the inverse of `quat_exp`."""
     q = jnp.where(q[0] < 0, -q, q)
     s = jnp.sqrt(jnp.sum(q[1:] ** 2) + 1e-30)
     theta = 2 * jnp.arctan2(s, q[0])
@@ -99,7 +97,7 @@ def heading(state: Float[Array, "13"]) -> Float[Array, ""]:
 def impact_features(pre: Float[Array, "13"]) -> Float[Array, "14"]:
     """The state part of the network's input for one pre-impact state (module docstring), (14,)."""
     rz_t = _rot_z(heading(pre)).T  # aligned from world
-    r_a = rz_t @ _toss.quat_to_mat(pre[0:4] / jnp.linalg.norm(pre[0:4]))  # aligned from body
+    r_a = rz_t @ quat_to_mat(pre[0:4] / jnp.linalg.norm(pre[0:4]))  # aligned from body
     group = jnp.asarray(CUBE_GROUP, pre.dtype)
     scores = jnp.einsum("ij,gji->g", r_a, group)  # trace(R_a g) for every relabelling g
     r_c = r_a @ group[jnp.argmax(scores)]
@@ -114,8 +112,8 @@ def impact_targets(pre: Float[Array, "13"], post: Float[Array, "13"]) -> Float[A
     rz_t = _rot_z(heading(pre)).T
     q_pre = pre[0:4] / jnp.linalg.norm(pre[0:4])
     q_post = post[0:4] / jnp.linalg.norm(post[0:4])
-    w_world = _toss.quat_to_mat(q_post) @ post[7:10]
-    rot = quat_log(_toss.quat_mul(q_post, quat_conj(q_pre)))
+    w_world = quat_to_mat(q_post) @ post[7:10]
+    rot = quat_log(quat_mul(q_post, quat_conj(q_pre)))
     return jnp.concatenate([rz_t @ (post[4:7] - pre[4:7]), rz_t @ post[10:13], rz_t @ w_world, rz_t @ rot])
 
 
@@ -123,9 +121,9 @@ def post_from_targets(pre: Float[Array, "13"], y: Float[Array, "12"]) -> Float[A
     """The post-window state from `pre` and aligned-frame targets; the inverse of `impact_targets`."""
     rz = _rot_z(heading(pre))
     q_pre = pre[0:4] / jnp.linalg.norm(pre[0:4])
-    q_post = _toss.quat_mul(_toss.quat_exp(rz @ y[9:12]), q_pre)
+    q_post = quat_mul(quat_exp(rz @ y[9:12]), q_pre)
     q_post = q_post / jnp.linalg.norm(q_post)
-    w_body = _toss.quat_to_mat(q_post).T @ (rz @ y[6:9])
+    w_body = quat_to_mat(q_post).T @ (rz @ y[6:9])
     return jnp.concatenate([q_post, pre[4:7] + rz @ y[0:3], w_body, rz @ y[3:6]])
 
 
@@ -176,14 +174,13 @@ def describe_cube_surrogate(model: CubeSurrogate) -> dict[str, Any]:
         "param_space": model.space.describe(),
         "width": model.width,
         "depth": model.depth,
-        "window_s": _toss.WINDOW,
+        "window_s": WINDOW,
         "format": FORMAT,
     }
 
 
 def save_cube_surrogate(run_dir: str | os.PathLike, model: CubeSurrogate, extra: dict | None = None) -> None:
     """Write `model` to `run_dir` (weights and metadata, each file atomically)."""
-    from ..events._generate import versions
 
     meta = describe_cube_surrogate(model) | {"versions": versions()} | (extra or {})
     save_model(run_dir, model, meta, MODEL_FILE, META_FILE)
@@ -203,8 +200,8 @@ def load_cube_surrogate(run_dir: str | os.PathLike, *, space: ParamSpace | None 
     )
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT!r}; retrain the surrogate")
-    if abs(meta["window_s"] - _toss.WINDOW) > 1e-9:
-        raise ValueError(f"{meta_path}: trained for a {meta['window_s']} s window, clashx uses {_toss.WINDOW} s")
+    if abs(meta["window_s"] - WINDOW) > 1e-9:
+        raise ValueError(f"{meta_path}: trained for a {meta['window_s']} s window, clashx uses {WINDOW} s")
     check_space(run_dir, meta, space)
 
     def skeleton() -> CubeSurrogate:
@@ -218,6 +215,5 @@ def load_cube_surrogate(run_dir: str | os.PathLike, *, space: ParamSpace | None 
 
 def shipped_cube_surrogate() -> CubeSurrogate:
     """The cube surrogate shipped in `clashx/data/cube_surrogate/` (how it was made: its README.md)."""
-    from ..events._data import data_path
 
     return load_cube_surrogate(data_path("cube_surrogate/" + META_FILE).parent, space=cube_space())

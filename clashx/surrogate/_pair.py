@@ -18,9 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._io import check_space, load_model_leaves, read_model_meta, save_model
-from ..core._types import Array, Float, PRNGKeyArray
-from ..scenes._pair import PairScene
+from ..core import Array, Float, PRNGKeyArray, check_space, load_model_leaves, read_model_meta, save_model
+from ..events import versions
+from ..scenes import PairScene
 from ._base import TargetSurrogate, init_network
 
 FORMAT = "clashx.pair-surrogate/2"  # /2: input normalisers
@@ -91,7 +91,6 @@ def describe_pair_surrogate(model: PairSurrogate) -> dict[str, Any]:
 
 def save_pair_surrogate(run_dir: str | os.PathLike, model: PairSurrogate, extra: dict | None = None) -> None:
     """Write `model` to `run_dir` (weights and metadata, each file atomically)."""
-    from ..events._generate import versions
 
     save_model(
         run_dir, model, describe_pair_surrogate(model) | {"versions": versions()} | (extra or {}), MODEL_FILE, META_FILE

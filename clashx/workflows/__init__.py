@@ -1,4 +1,19 @@
 """The edges: the CLI, the demo, file-level jobs, end-to-end pipelines and plots."""
 
+from ._cube_pipeline import METHODS as METHODS
 from ._cube_pipeline import CubeTossConfig as CubeTossConfig
 from ._cube_pipeline import run_cube_toss as run_cube_toss
+from ._cube_pipeline import save_json as save_json
+from ._cube_pipeline import summary_table as summary_table
+from ._next_strikes import CHECKPOINTS as CHECKPOINTS
+from ._next_strikes import strike_loop as strike_loop
+from ._plots import plot_alpha_curves as plot_alpha_curves
+from ._plots import plot_tosses as plot_tosses
+from ._plots import plot_tracks as plot_tracks
+from ._push_cmd import plot_curve as plot_curve
+from ._push_cmd import tabulate as tabulate
+from ._strike_compare import ALL_METHODS as ALL_METHODS
+from ._strike_compare import CompareConfig as CompareConfig
+from ._strike_compare import compare as compare
+from ._strike_compare import table as table
+from ._strike_compare import track_comparison as track_comparison

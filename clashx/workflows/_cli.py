@@ -7,10 +7,29 @@ import os
 import re
 import sys
 import time
-from typing import Any
 
-from ..core._io import check_output
-from ..scenes import _geometry as geo
+from ..core import check_output
+from ..events import GenerateConfig, generate, ingest_cube_tosses, ingest_strike_file, n_events, read_npz, save_events
+from ..hybrid import ingest_by_simulation
+from ..learn import FinetuneConfig, PretrainConfig, pretrain, pretrain_pair
+from ..optimize import MBOConfig
+from ..scenes import geometry as geo
+from ..scenes import load_scene, make_scene
+from ._demo import run_demo
+from ._pair_workflow import cmd_pair
+from ._plan_cmd import cmd_plan
+from ._progress import ProgressBar
+from ._push_cmd import cmd_train_policy
+from ._strike_workflow import (
+    parse_pose,
+    read_param_file,
+    run_evaluate,
+    run_finetune,
+    run_identify,
+    run_optimize,
+    run_predict,
+    write_json,
+)
 
 POSE_FLAGS = ("--start", "--target")
 SCENE_HELP = "MODULE:CLASS or path/to/file.py:CLASS of a clashx.PairScene (README: Your own scene)"
@@ -20,55 +39,11 @@ def _scene_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scene", help=f"your own scene, {SCENE_HELP}; default: the strike")
 
 
-class _Bar:
-    """A tqdm progress bar made on first use; closed when done or on leaving a `with` block.
-
-    Closing it ends its line, so an error printed after it starts on a line of its own.
-    """
-
-    def __init__(self, desc: str, unit: str):
-        self.desc, self.unit = desc, unit
-        self.bar: Any = None
-
-    def __call__(self, done: int, total: int, postfix: dict | None = None) -> None:
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=self.desc, unit=self.unit, dynamic_ncols=True)
-        self.bar.update(done - self.bar.n)
-        if postfix:
-            self.bar.set_postfix(postfix)
-        if done >= total:
-            self.close()
-
-    def write(self, line: str) -> None:
-        """Print `line` above the bar (or plainly before it starts)."""
-        if self.bar is None:
-            print(line)
-        else:
-            self.bar.write(line)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-    def __enter__(self) -> _Bar:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
 def _cmd_generate(a: argparse.Namespace) -> int:
-    from ..events._generate import GenerateConfig, generate
 
     check_output(a.out, "--out", suffix=".npz")
     fixed: tuple[float, ...] = ()
     if a.params:
-        from ..scenes._registry import make_scene
-        from ._workflow import read_param_file
-
         space = make_scene(a.scene, a.shape or "").space
         fixed = tuple(read_param_file(a.params, space).tolist())
     config = GenerateConfig(
@@ -83,7 +58,7 @@ def _cmd_generate(a: argparse.Namespace) -> int:
         params=fixed,
     )
     t0 = time.perf_counter()
-    with _Bar(f"generate {a.scene} {config.shape}".strip(), "events") as bar:
+    with ProgressBar(f"generate {a.scene} {config.shape}".strip(), "events") as bar:
         manifest = generate(config, progress=bar, report=bar.write)
     engine = manifest["config"]["engine"]
     print(f"{config.n} {a.scene} events -> {a.out} ({time.perf_counter() - t0:.1f} s, engine {engine})")
@@ -91,21 +66,13 @@ def _cmd_generate(a: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(a: argparse.Namespace) -> int:
-    from ..events._events import n_events, save_events
 
     check_output(a.out, "--out", suffix=".npz")
     if a.source == "strike-lab" and a.method == "sim":
-        from ..events._events import read_npz
-        from ..hybrid._slide import ingest_by_simulation
-
         events = ingest_by_simulation(read_npz(a.input, "strike recording"), a.input)
     elif a.source == "strike-lab":
-        from ..events._ingest import ingest_strike_file
-
         events = ingest_strike_file(a.input)
     else:
-        from ..events._ingest_cube import ingest_cube_tosses
-
         events = ingest_cube_tosses(a.input, impacts=a.impacts)
     save_events(a.out, events)
     print(f"{n_events(events)} {events['scene']} events from {a.input} -> {a.out}")
@@ -113,8 +80,6 @@ def _cmd_ingest(a: argparse.Namespace) -> int:
 
 
 def _cmd_pretrain(a: argparse.Namespace) -> int:
-    from ..learn._pretrain import PretrainConfig, pretrain
-    from ._workflow import write_json
 
     check_output(a.out, "--out", folder=True)
     if a.json:
@@ -123,16 +88,13 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
         data=a.data, out=a.out, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
         width=a.width, depth=a.depth, val_fraction=a.val_fraction, seed=a.seed,
     )  # fmt: skip
-    with _Bar("pretrain", "epoch") as bar:
+    with ProgressBar("pretrain", "epoch") as bar:
 
         def progress(done, total, m):
             val = {"val_acc": f"{m['val_alpha_0.1']:.3f}"} if "val_alpha_0.1" in m else {"val": f"{m['val_loss']:.4f}"}
             bar(done, total, {"loss": f"{m['train_loss']:.4f}"} | val)
 
         if a.scene:
-            from ..learn._pair_learn import pretrain_pair
-            from ..scenes._pair import load_scene
-
             result = pretrain_pair(load_scene(a.scene), config, progress=progress, report=bar.write)[1]
         else:
             result = pretrain(config, progress=progress, report=bar.write)
@@ -149,7 +111,6 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
 def _cmd_identify(a: argparse.Namespace) -> int:
     if a.scene:
         return _cmd_pair(a)
-    from ._workflow import run_identify
 
     check_output(a.out, "--out")
     r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
@@ -165,8 +126,6 @@ def _cmd_identify(a: argparse.Namespace) -> int:
 def _cmd_finetune(a: argparse.Namespace) -> int:
     if a.scene:
         return _cmd_pair(a)
-    from ..learn._finetune import FinetuneConfig
-    from ._workflow import run_finetune
 
     check_output(a.out, "--out", folder=True)
     config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
@@ -178,7 +137,6 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
 def _cmd_evaluate(a: argparse.Namespace) -> int:
     if a.scene:
         return _cmd_pair(a)
-    from ._workflow import run_evaluate, write_json
 
     plot = a.plot or (os.path.splitext(a.json)[0] + ".png" if a.json else None)
     for path, flag in ((a.json, "--json"), (plot, "--plot" if a.plot else "--json (its .png)")):
@@ -196,25 +154,21 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
 
 
 def _cmd_pair(a: argparse.Namespace) -> int:
-    from ._pair_workflow import cmd_pair
 
     return cmd_pair(a)
 
 
 def _cmd_train_policy(a: argparse.Namespace) -> int:
-    from ._push_cmd import cmd_train_policy
 
     return cmd_train_policy(a)
 
 
 def _cmd_plan(a: argparse.Namespace) -> int:
-    from ._plan_cmd import cmd_plan
 
     return cmd_plan(a)
 
 
 def _cmd_predict(a: argparse.Namespace) -> int:
-    from ._workflow import run_predict
 
     check_output(a.out, "--out", suffix=".npz")
     n = run_predict(a.model, a.params, a.events, a.out)
@@ -223,14 +177,12 @@ def _cmd_predict(a: argparse.Namespace) -> int:
 
 
 def _cmd_optimize(a: argparse.Namespace) -> int:
-    from ..optimize._optimize import MBOConfig
-    from ._workflow import parse_pose, run_optimize, write_json
 
     if a.json:
         check_output(a.json, "--json")
     config = MBOConfig(population=a.population, generations=a.generations).check()
     start, target = parse_pose(a.start, "--start"), parse_pose(a.target, "--target")
-    with _Bar(f"CMA-ES {a.shape}", "gen") as bar:
+    with ProgressBar(f"CMA-ES {a.shape}", "gen") as bar:
         r = run_optimize(a.model, a.params, a.shape, start, target, config, engine=a.engine, seed=a.seed, progress=bar)
     s = r["strike"]
     print(f"strike: theta = {s['theta']:.4f} rad, theta1 = {s['theta1']:.4f} rad, v_pre = {s['v_pre']:.4f} m/s")
@@ -251,7 +203,6 @@ def _cmd_optimize(a: argparse.Namespace) -> int:
 
 
 def _cmd_demo(a: argparse.Namespace) -> int:
-    from ._demo import run_demo
 
     shapes = tuple(s.strip() for s in a.shapes.split(",") if s.strip())
     for shape in shapes:

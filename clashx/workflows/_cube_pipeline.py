@@ -18,7 +18,7 @@ Post-impact α-accuracy: the state WINDOW after the first impact, as the
 speed vector u = (v, r ω) (v the centre's velocity, ω the angular velocity in
 world axes, r = √(I/m) the cube's radius of gyration); a prediction is within
 α if ‖u_pred − u_real‖ ≤ α ‖u_real‖.  Simulators' post-impact states are their
-first-impact events on MuJoCo C (`_toss.simulate_tosses_c`; MJX's agree to 1e-6 m).
+first-impact events on MuJoCo C (`simulate_tosses_c`; MJX's agree to 1e-6 m).
 """
 
 from __future__ import annotations
@@ -33,13 +33,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..baselines._cube_fit import HORIZONS, identify_sysid, identify_trajectory_mjx, rollout_c, trajectory_errors
-from ..events._ingest_cube import ingest_cube_tosses, load_cube_tracks
+from ..baselines import (
+    HORIZONS,
+    fit_between_impacts,
+    identify_sysid,
+    identify_trajectory_mjx,
+    rollout_c,
+    trajectory_errors,
+)
+from ..events import ingest_cube_tosses, load_cube_tracks
 from ..hybrid import hybrid_tosses, rest_rollout
-from ..learn._cube_learn import finetune_cube, fit_between_impacts, identify_cube
-from ..scenes import _toss
-from ..scenes._scenes import CUBE_FRICTION, CUBE_INERTIA, CUBE_MASS
-from ..surrogate._cube import CubeSurrogate, load_cube_surrogate, shipped_cube_surrogate
+from ..learn import finetune_cube, identify_cube
+from ..scenes import (
+    CUBE_FRICTION,
+    CUBE_INERTIA,
+    CUBE_MASS,
+    FRAME_DT,
+    WINDOW,
+    make_toss_sim,
+    quat_to_mat,
+    simulate_tosses_c,
+)
+from ..surrogate import CubeSurrogate, load_cube_surrogate, shipped_cube_surrogate
 
 METHODS = ("mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "oracle_first_post")
 NOMINAL = (CUBE_FRICTION, 0.02, 1.0)  # dair_pll's friction; MuJoCo's default solref (time constant, damping ratio)
@@ -92,7 +107,7 @@ class CubeTossConfig:
 def speed_vectors(states: np.ndarray) -> np.ndarray:
     """(n, 13) states -> (n, 6) speed vectors (v, r ω_world), m/s."""
     states = np.asarray(states, np.float64)
-    rot = np.asarray(jax.vmap(_toss.quat_to_mat)(jnp.asarray(states[:, 0:4])), np.float64)
+    rot = np.asarray(jax.vmap(quat_to_mat)(jnp.asarray(states[:, 0:4])), np.float64)
     w_world = np.einsum("nij,nj->ni", rot, states[:, 7:10])
     return np.concatenate([states[:, 10:13], GYRATION * w_world], 1)
 
@@ -150,13 +165,13 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         f"cube tosses: fit on {config.fit} (toss ids {fit['toss_id'].tolist()}; {len(fit_all['toss_id'])} impacts"
         f" after a free flight), evaluate on {n_eval}"
     )
-    sim = _toss.make_toss_sim()
+    sim = make_toss_sim()
     key = jax.random.PRNGKey(config.seed)
     k_id, k_ft, k_mjx, k_rest, k_between = jax.random.split(key, 5)
     results, timing = {}, {}
 
     def event_post(params):
-        return _toss.simulate_tosses_c(sim, evs["initial_state"], np.tile(params, (n_eval, 1))).post_state
+        return simulate_tosses_c(sim, evs["initial_state"], np.tile(params, (n_eval, 1))).post_state
 
     def record(name, params, tracks_sim, post, t_fit, extra=None):
         results[name] = (
@@ -212,7 +227,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     p_rest, _ = identify_trajectory_mjx(
         sim,
         post_fit,
-        fit["t_impact"] + _toss.WINDOW,
+        fit["t_impact"] + WINDOW,
         fit_tracks,
         key=k_rest,
         n_starts=config.mjx_starts,
@@ -264,7 +279,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         record("clashx_first", p_imp, tracks_first, post_cx, t_fit, {"rest_params": p_lm.tolist()})
     if "oracle_first_post" in config.methods:
         from_post = hybrid_tosses(sim, tuned, evs["post_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True)
-        tracks_or = _after_first_window(tracks_cx, from_post, evs["t_impact"] + _toss.WINDOW)
+        tracks_or = _after_first_window(tracks_cx, from_post, evs["t_impact"] + WINDOW)
         record("oracle_first_post", p_imp, tracks_or, evs["post_state"], t_fit, {"rest_params": p_rest.tolist()})
 
     timing["total_s"] = time.perf_counter() - t_all
@@ -292,9 +307,9 @@ def _after_first_window(tracks: np.ndarray, from_post: np.ndarray, t_post: np.nd
     at `t_post[i]` (its frame j at t_post + j / 148 s), interpolated onto the frame grid."""
     out = tracks.copy()
     n_frames = tracks.shape[1]
-    t = np.arange(n_frames) * _toss.FRAME_DT
+    t = np.arange(n_frames) * FRAME_DT
     for i in range(len(tracks)):
-        u = (t - t_post[i]) / _toss.FRAME_DT
+        u = (t - t_post[i]) / FRAME_DT
         after = u >= 0
         lo = np.minimum(np.floor(u[after]).astype(int), n_frames - 2)
         s = np.clip(u[after] - lo, 0.0, 1.0)

@@ -27,12 +27,13 @@ import time
 import jax
 import numpy as np
 
-from ..core._io import write_json
-from ..events import _metrics
-from ..events._data import lab_recording
-from ..events._events import read_npz
-from ..scenes import _geometry as geo
-from ..surrogate._surrogate import shipped_surrogate
+from ..core import write_json
+from ..events import alpha_curve, data_path, lab_recording, read_npz
+from ..hybrid import hybrid_rollouts_c, hybrid_tracks_c
+from ..optimize import MBOConfig, cached_hybrid, clip_to_ranges, describe, optimize
+from ..scenes import geometry as geo
+from ..surrogate import shipped_surrogate
+from ._cube_pipeline import CubeTossConfig, run_cube_toss, summary_table
 from ._plots import plot_alpha_curves, plot_tosses, plot_tracks
 from ._strike_compare import DEMO_METHODS, CompareConfig, compare, table, track_comparison
 
@@ -54,7 +55,7 @@ def strike_section(shape: str, out: str, seed: int, t0: float) -> dict:
     )
     print(table(result), flush=True)
     length = geo.characteristic_length(shape)
-    curves = {n: _metrics.alpha_curve(p, result["truth"], length) for n, p in result["predictions"].items()}
+    curves = {n: alpha_curve(p, result["truth"], length) for n, p in result["predictions"].items()}
     plot_alpha_curves(curves, os.path.join(out, f"alpha_{shape}.png"), title=f"{shape}: 200 lab-A test strikes")
     plot_tracks(
         track_comparison(result, test, 0),
@@ -66,9 +67,6 @@ def strike_section(shape: str, out: str, seed: int, t0: float) -> dict:
 
 def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
     """CMA-ES through the CPU hybrid (the fine-tuned surrogate as handler) for a recorded test strike's rest pose."""
-    from ..hybrid import hybrid_rollouts_c
-    from ..hybrid._slide import hybrid_tracks_c
-    from ..optimize._optimize import MBOConfig, cached_hybrid, clip_to_ranges, describe, optimize
 
     shape = result["shape"]
     test = read_npz(lab_recording(shape, "test"), "strike recording")
@@ -115,8 +113,6 @@ def cube_section(out: str, seed: int, t0: float, max_eval: int = 60) -> dict:
     gradient and clashx's CMA-ES refit of MJX's parameters between impacts are left to `bench/cube_toss.py`:
     on a CPU each takes over a minute.
     """
-    from ..events._data import data_path
-    from ._cube_pipeline import CubeTossConfig, run_cube_toss, summary_table
 
     _say("real cube tosses (ContactNets): fit on 10, roll out 60 others from their initial states", t0)
     config = CubeTossConfig(

@@ -14,11 +14,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..core._types import PRNGKeyArray
-from ..learn._lab_fit import LabFitConfig, fit_recording
-from ..optimize._plan import PlanConfig, model_error, plan
-from ..scenes._strike import StrikeSim, sample_strikes
-from ..surrogate._surrogate import Surrogate
+from ..core import PRNGKeyArray
+from ..learn import LabFitConfig, fit_recording
+from ..optimize import PlanConfig, model_error, plan
+from ..scenes import StrikeSim, sample_strikes
+from ..surrogate import Surrogate
 
 CHECKPOINTS = (3, 5, 8, 10, 15, 20)
 # Identification inside the loop: the two-stage fit without local re-distillation and fine-tuning

@@ -18,14 +18,12 @@ import jax
 import mujoco
 import numpy as np
 
-from ..core._engine import resolve_engine
-from ..core._io import check_output, write_json
+from ..core import check_output, resolve_engine, write_json
 from ..hybrid import full_rollouts_c, rollouts, rollouts_c
-from ..learn._finetune import FinetuneConfig
-from ..learn._pair_learn import finetune_pair, identify_pair, load_pair_events, pair_scores
-from ..scenes._pair import PairScene, load_scene
-from ..surrogate._pair import PairSurrogate, load_pair_surrogate, save_pair_surrogate
-from ._workflow import parse_select, read_params
+from ..learn import FinetuneConfig, finetune_pair, identify_pair, load_pair_events, pair_scores
+from ..scenes import PairScene, load_scene
+from ..surrogate import PairSurrogate, load_pair_surrogate, save_pair_surrogate
+from ._strike_workflow import parse_select, read_params
 
 
 def _scene_and_model(spec: str, model_dir: str | None) -> tuple[PairScene, PairSurrogate]:

@@ -8,10 +8,10 @@ import time
 
 import numpy as np
 
-from ..core._io import check_output, write_json, write_text
-from ..optimize._plan import LABEL_NOISE, PlanConfig, model_error, plan
-from ..surrogate._surrogate import load_or_shipped
-from ._workflow import load_real, read_param_std, read_params
+from ..core import check_output, write_json, write_text
+from ..optimize import LABEL_NOISE, PlanConfig, model_error, plan
+from ..surrogate import load_or_shipped
+from ._strike_workflow import load_real, read_param_std, read_params
 
 
 def run_plan(

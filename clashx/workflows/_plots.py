@@ -10,6 +10,9 @@ import os
 
 import numpy as np
 
+from ..scenes import FRAME_DT
+from ._cube_pipeline import METHODS
+
 
 def _pyplot():
     import matplotlib
@@ -73,8 +76,6 @@ def plot_tracks(tracks: dict[str, np.ndarray], path: str, title: str = "", targe
 
 def plot_tosses(result: dict, path: str) -> None:
     """Horizontal distance travelled and height of a few evaluation tosses: real against each method."""
-    from ..scenes._toss import FRAME_DT
-    from ._cube_pipeline import METHODS
 
     plt = _pyplot()
 

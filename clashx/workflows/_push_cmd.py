@@ -21,11 +21,28 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..core._io import check_output
-from ..pushing import _response, _routes
-from ..pushing._env import PushEnv
-from ..pushing._train import Policy, PPOConfig, save_policy, train_policy
-from ._workflow import read_param_file, read_param_std
+from ..core import check_output
+from ..pushing import (
+    GRID,
+    SHAPE,
+    SIMULATORS,
+    Policy,
+    PPOConfig,
+    PushEnv,
+    StrikeTable,
+    build_table,
+    load_table,
+    param_draws,
+    route,
+    save_policy,
+    save_table,
+    simulator,
+    train_policy,
+)
+from ..scenes import strike_space
+from ..surrogate import load_or_shipped
+from ._progress import ProgressBar
+from ._strike_workflow import read_param_file, read_param_std
 
 
 def tabulate(
@@ -40,9 +57,8 @@ def tabulate(
     cache: str | None = None,
     sims: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> _response.StrikeTable:
+) -> StrikeTable:
     """The simulator's strike table at `params` (and `draws - 1` draws of N(params, std)); reused from `cache` if it matches."""
-    from ..scenes._spaces import strike_space
 
     space = strike_space()
     if draws > 1 and std is None:
@@ -54,22 +70,22 @@ def tabulate(
         "draws": draws,
         "model": model_name,
         "seed": seed,
-        "grid": list(_response.GRID),
+        "grid": list(GRID),
     }
     digest = hashlib.sha256(json.dumps(key_meta, sort_keys=True).encode()).hexdigest()[:16]
     if cache and os.path.exists(cache):
-        table, meta = _response.load_table(cache)
+        table, meta = load_table(cache)
         if meta.get("digest") == digest:
             return table
     all_params = (
-        _response.param_draws(params, std, space.low, space.high, draws, key=jax.random.PRNGKey(seed))
+        param_draws(params, std, space.low, space.high, draws, key=jax.random.PRNGKey(seed))
         if draws > 1
         else np.asarray(params, np.float64)[None]
     )
-    rest_of = _response.simulator(sim, handler=handler, sims=sims)
-    table = _response.build_table(rest_of, all_params, sim, progress=progress)
+    rest_of = simulator(sim, handler=handler, sims=sims)
+    table = build_table(rest_of, all_params, sim, progress=progress)
     if cache:
-        _response.save_table(table, cache, key_meta | {"digest": digest})
+        save_table(table, cache, key_meta | {"digest": digest})
     return table
 
 
@@ -107,12 +123,10 @@ def run_train_policy(
 
     `progress(stage, done, total, info)` is called while tabulating ("table") and training ("train").
     """
-    from ..scenes._spaces import strike_space
-    from ..surrogate._surrogate import load_or_shipped
 
-    r = _routes.route(route_number)
-    if sim not in _response.SIMULATORS:
-        raise ValueError(f"--sim {sim!r}: expected one of {', '.join(_response.SIMULATORS)}")
+    r = route(route_number)
+    if sim not in SIMULATORS:
+        raise ValueError(f"--sim {sim!r}: expected one of {', '.join(SIMULATORS)}")
     if sim == "mujoco" and model_dir:
         raise ValueError("--model is the clashx surrogate; --sim mujoco uses none (drop --model)")
     if draws < 1:
@@ -121,7 +135,7 @@ def run_train_policy(
     space = strike_space()
     params = read_param_file(params_path, space, None)
     std = read_param_std(params_path, space.names, "or train with --draws 1") if draws > 1 else None
-    handler = load_or_shipped(model_dir, _routes.SHAPE) if sim == "clashx" else None
+    handler = load_or_shipped(model_dir, SHAPE) if sim == "clashx" else None
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
     table = tabulate(
@@ -158,11 +172,10 @@ def run_train_policy(
 
 def cmd_train_policy(a: argparse.Namespace) -> int:
     """Train and save a policy, with a progress bar over the table and the training steps."""
-    from ._cli import _Bar
 
     check_output(a.out, "--out", folder=True)
     config = PPOConfig(timesteps=a.timesteps, seed=a.seed)
-    with _Bar("table", "draw") as table_bar, _Bar("train", "step") as train_bar:
+    with ProgressBar("table", "draw") as table_bar, ProgressBar("train", "step") as train_bar:
 
         def progress(stage, done, total, info):
             if stage == "table":

@@ -30,13 +30,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..baselines import _baselines as bl
-from ..events import _metrics
-from ..hybrid import _slide
-from ..learn._lab_fit import LabFitConfig, fit_recording
-from ..scenes import _geometry as geo
-from ..scenes._strike import make_strike_sim
-from ..surrogate._surrogate import Surrogate, predict
+from ..baselines import (
+    CONTACT_NAMES,
+    MLPConfig,
+    choose_weight_decay,
+    identify_cmaes,
+    identify_mjx,
+    identify_tracks_sysid,
+    nominal_params,
+    predict_c,
+    predict_mjx,
+    predict_mlp,
+    train_velocity_mlp,
+)
+from ..events import relative_error, speed_vector
+from ..hybrid import hybrid_tracks_c, strike_tracks_c
+from ..learn import LabFitConfig, fit_recording
+from ..scenes import geometry as geo
+from ..scenes import make_strike_sim
+from ..surrogate import Surrogate, predict
 
 ALPHAS = (0.05, 0.1, 0.2)
 DEMO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx_identified", "clashx")
@@ -91,7 +103,7 @@ def lab_truth(test: dict[str, Any], where: str) -> tuple[np.ndarray, np.ndarray,
 
 def score(pred: np.ndarray, true: np.ndarray, length: float) -> dict[str, float]:
     """α-accuracies at `ALPHAS` and the median relative error of predictions (n, 3) against the truth."""
-    err = np.asarray(_metrics.relative_error(pred, true, length))
+    err = np.asarray(relative_error(pred, true, length))
     return {f"alpha_{a}": float(np.mean(err <= a)) for a in ALPHAS} | {"median_rel_err": float(np.median(err))}
 
 
@@ -120,7 +132,7 @@ def compare(
 
     Args:
         model: the pretrained surrogate of the recordings' shape.
-        fit, test: recordings' arrays (`clashx.events._ingest` format; the test one with `post_velocity_true`).
+        fit, test: recordings' arrays (`clashx.events._ingest_strike` format; the test one with `post_velocity_true`).
         key: PRNG key (every method's draws).
         config: methods and budgets.
         fit_name, test_name: the recordings' names, for messages.
@@ -154,25 +166,23 @@ def compare(
 
     for name in config.methods:
         if name == "mujoco_nominal":
-            p = bl.nominal_params(sim)
-            add(name, bl.predict_c(sim, test_s, p), p, fit_s=0.0)
+            p = nominal_params(sim)
+            add(name, predict_c(sim, test_s, p), p, fit_s=0.0)
         elif name == "mujoco_identified":
-            r, t = _timed(bl.identify_cmaes, sim, fit_s, labels, key=keys[name], base=base, prior_std=prior, **cma)
-            add(name, bl.predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
+            r, t = _timed(identify_cmaes, sim, fit_s, labels, key=keys[name], base=base, prior_std=prior, **cma)
+            add(name, predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
         elif name == "mujoco_identified_3":
-            r, t = _timed(bl.identify_cmaes, sim, fit_s, labels, key=keys[name], free=bl.CONTACT_NAMES, **cma)
-            add(name, bl.predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
+            r, t = _timed(identify_cmaes, sim, fit_s, labels, key=keys[name], free=CONTACT_NAMES, **cma)
+            add(name, predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
         elif name == "mujoco_sysid_tracks":
-            from ..baselines._strike_sysid import identify_tracks_sysid
-
             r, t = _timed(
                 identify_tracks_sysid, sim, fit, rows=lab.rows, key=keys[name], starts=config.sysid_starts,
                 max_iters=config.sysid_iters,
             )  # fmt: skip
-            add(name, bl.predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
+            add(name, predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
         elif name == "mjx_identified":
-            r, t = _timed(bl.identify_mjx, sim, fit_s, labels, key=keys[name], base=base, starts=2, iterations=10)
-            add(name, bl.predict_mjx(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss)
+            r, t = _timed(identify_mjx, sim, fit_s, labels, key=keys[name], base=base, starts=2, iterations=10)
+            add(name, predict_mjx(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss)
         elif name in ("nn_no_pretrain", "residual"):
             pred, p, info = _mlp_method(name, sim, fit_s, labels, test_s, base, prior, keys[name], cma, length)
             add(name, pred, p, **info)
@@ -204,25 +214,25 @@ def compare(
 def _mlp_method(name, sim, fit_s, labels, test_s, base, prior, key, cma, length):
     """The MLP baselines: on the velocities alone, or on top of `mujoco_identified` (weight decay by CV)."""
     k_cv, k_fit, k_id = jax.random.split(key, 3)
-    rms = float(np.sqrt(np.mean(np.sum(np.asarray(_metrics.speed_vector(labels, length)) ** 2, -1))))
+    rms = float(np.sqrt(np.mean(np.sum(np.asarray(speed_vector(labels, length)) ** 2, -1))))
     t0 = time.perf_counter()
     if name == "nn_no_pretrain":
         target, base_test, p = labels, 0.0, None
     else:
-        r = bl.identify_cmaes(sim, fit_s, labels, key=k_id, base=base, prior_std=prior, **cma)
+        r = identify_cmaes(sim, fit_s, labels, key=k_id, base=base, prior_std=prior, **cma)
         p = r.params
-        target = labels - bl.predict_c(sim, fit_s, p)
-        base_test = bl.predict_c(sim, test_s, p)
-    wd, _ = bl.choose_weight_decay(fit_s, target, length, key=k_cv, scale=rms)
-    mlp = bl.train_velocity_mlp(fit_s, target, length, key=k_fit, scale=rms, config=bl.MLPConfig(weight_decay=wd))
-    return base_test + bl.predict_mlp(mlp, test_s), p, {"fit_s": time.perf_counter() - t0, "weight_decay": wd}
+        target = labels - predict_c(sim, fit_s, p)
+        base_test = predict_c(sim, test_s, p)
+    wd, _ = choose_weight_decay(fit_s, target, length, key=k_cv, scale=rms)
+    mlp = train_velocity_mlp(fit_s, target, length, key=k_fit, scale=rms, config=MLPConfig(weight_decay=wd))
+    return base_test + predict_mlp(mlp, test_s), p, {"fit_s": time.perf_counter() - t0, "weight_decay": wd}
 
 
 def track_comparison(result: dict[str, Any], test: dict[str, Any], row: int, methods=("mujoco_identified", "clashx")):
     """One test strike's recorded track and each method's predicted one ({name: (n, 3) poses}) for a plot.
 
-    MuJoCo methods: the whole strike on MuJoCo C (`_slide.strike_tracks_c`); clashx: the surrogate at the
-    impact, MuJoCo C's slide after (`_slide.hybrid_tracks_c`) from the recorded touch time.
+    MuJoCo methods: the whole strike on MuJoCo C (`strike_tracks_c`); clashx: the surrogate at the
+    impact, MuJoCo C's slide after (`hybrid_tracks_c`) from the recorded touch time.
     """
     shape = result["shape"]
     model = result["fit_model"]
@@ -239,9 +249,9 @@ def track_comparison(result: dict[str, Any], test: dict[str, Any], row: int, met
         if name.startswith("clashx"):
             m = model if name == "clashx" else result.get("base_model", model)
             touch = np.asarray(test["t_first_touch"], np.float64)[row : row + 1]
-            out[name] = _slide.hybrid_tracks_c(sim, m, strike[None], p, start[None], touch, [t])[0]
+            out[name] = hybrid_tracks_c(sim, m, strike[None], p, start[None], touch, [t])[0]
         else:
-            out[name] = _slide.strike_tracks_c(sim, strike[None], p, [t], start[None])[0]
+            out[name] = strike_tracks_c(sim, strike[None], p, [t], start[None])[0]
     return out
 
 

@@ -87,7 +87,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..scenes._geometry import footprint_com
+from ..scenes import footprint_com
 from ._events import EventFileError, read_npz, validate_events
 from ._ingest_checks import MIN_SLIDE_SAMPLES as MIN_SLIDE_SAMPLES
 from ._ingest_checks import RELEASE_AFTER as RELEASE_AFTER
@@ -510,7 +510,7 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
         "lab": str(np.asarray(raw["lab"])) if "lab" in raw else "",
         "mocap_hz": float(np.asarray(raw["mocap_hz"])) if "mocap_hz" in raw else None,
         "release_after_s": RELEASE_AFTER,
-        "estimator": "stop-time slide fit with pooled prior (clashx.events._ingest)",
+        "estimator": "stop-time slide fit with pooled prior (clashx.events._ingest_strike)",
         "noise": list(noise),
         "fit_point": point.tolist(),
         "prior": {

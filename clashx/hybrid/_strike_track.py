@@ -1,6 +1,6 @@
 """The hybrid's prediction of a recorded track on MJX, and its loss: differentiable in the parameters.
 
-The same prediction as `clashx.hybrid._slide.hybrid_tracks_c` (the surrogate at the
+The same prediction as `clashx.hybrid._strike_slide.hybrid_tracks_c` (the surrogate at the
 impact, the slide after release), written in JAX for one strike: the
 surrogate gives the release velocity and the window's displacement; MJX's
 slide model (the strike scene without the striker pair, `dt_slide` steps)
@@ -22,10 +22,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..core._mjx import mjx
-from ..core._types import Array, Float
-from ..scenes._strike import RELEASE_AFTER, StrikeSim, yaw_of
-from ..surrogate._surrogate import Surrogate
+from ..core import Array, Float, mjx
+from ..scenes import RELEASE_AFTER, StrikeSim, yaw_of
+from ..surrogate import Surrogate
 
 
 def local_slide(

@@ -26,9 +26,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _batch
-from ..scenes import _geometry as geo
-from ..scenes._strike import StrikeSim
+from ..core import batch as _batch
+from ..events import ingest_strike_lab, validate_events
+from ..scenes import RELEASE_AFTER, StrikeSim, block_pose, contact_phase_c, make_strike_sim, slide_c
+from ..scenes import geometry as geo
+from ._strike_track import Query, place_track  # the one track rule, also MJX's
 
 VELOCITY_STEP = 2e-3  # m/s and rad/s·r: central-difference step of the release velocity
 PARAM_STEP = 1e-3  # central-difference step of a parameter, in units of its prior range
@@ -231,7 +233,7 @@ def fit_slides(
     Args:
         sim: the strike scene.
         tracks: one recorded slide per strike (samples from release on).
-        states: (n, 6) starting release states (e.g. the stop-time estimate, `clashx.events._ingest`).
+        states: (n, 6) starting release states (e.g. the stop-time estimate, `clashx.events._ingest_strike`).
         params: (p,) starting values of `sim.space`.
         noise: (position m, yaw rad) standard deviations of the samples.
         free: the shared parameters to fit.
@@ -318,7 +320,6 @@ def strike_tracks_c(
     Returns:
         n arrays (len(times[i]), 3) of poses (x, y, unwrapped yaw), world.
     """
-    from ..scenes._strike import block_pose, contact_phase_c, slide_c
 
     strikes = np.asarray(strikes, np.float64)
     n = len(strikes)
@@ -394,7 +395,6 @@ def hybrid_tracks_c(
     Returns:
         n arrays (len(times[i]), 3) of poses (x, y, unwrapped yaw), world.
     """
-    from ..scenes._strike import RELEASE_AFTER
 
     strikes = np.asarray(strikes, np.float64)
     n = len(strikes)
@@ -404,7 +404,6 @@ def hybrid_tracks_c(
     t_release = np.asarray(t_touch, np.float64) + RELEASE_AFTER
     duration = max(float(np.max(t) - tr) for t, tr in zip(times, t_release)) + sim.settings.dt_slide
     local = local_tracks_c(sim, velocity, params, max(duration, sim.settings.dt_slide), nthread=nthread)
-    from ._track_mjx import Query, place_track  # the one track rule, also MJX's
 
     out = []
     for i in range(n):
@@ -431,7 +430,7 @@ def ingest_by_simulation(
 ) -> dict[str, np.ndarray]:
     """`clashx ingest --method sim`: each strike's release velocity from its slide, simulated by MuJoCo C.
 
-    The stop-time ingestion (`clashx.events._ingest`) validates the recording and
+    The stop-time ingestion (`clashx.events._ingest_strike`) validates the recording and
     gives starting values and the ground's friction (μ2 = the file's pooled
     slide deceleration over g); then every strike's release state (velocity
     and pose) is fitted to its track through MuJoCo C's slide (`fit_slides`),
@@ -453,9 +452,6 @@ def ingest_by_simulation(
         A validated strike event dict (as `ingest_strike_lab`'s) with post_velocity,
         release_pose and post_velocity_std from the simulated fit; meta["estimator"] = "sim".
     """
-    from ..events._events import validate_events
-    from ..events._ingest import ingest_strike_lab
-    from ..scenes._strike import make_strike_sim
 
     events = dict(ingest_strike_lab(recording, where))
     shape = str(events["shape"])
@@ -473,7 +469,7 @@ def ingest_by_simulation(
     velocity[rows], release[rows] = fit.states[:, :3], fit.states[:, 3:]
     std[rows] = np.sqrt(np.clip(np.diagonal(fit.state_cov[:, :3, :3], axis1=1, axis2=2), 0.0, None))
     meta |= {
-        "estimator": "sim: release states and slide parameters fitted to the tracks through MuJoCo C (clashx.hybrid._slide)",
+        "estimator": "sim: release states and slide parameters fitted to the tracks through MuJoCo C (clashx.hybrid._strike_slide)",
         "slide_params": {n: float(fit.params[sim.space.index(n)]) for n in free},
         "slide_params_std": fit.param_std,
         "chi2_dof": fit.chi2_dof,

@@ -1,7 +1,7 @@
 """File-level steps behind the CLI: identify, fine-tune, evaluate and predict from event files or recordings.
 
 `--real` takes either an event file (`clashx ingest`, `clashx generate`, yours)
-or a strike recording (the lab's tracks, `clashx.events._ingest` format): a
+or a strike recording (the lab's tracks, `clashx.events._ingest_strike` format): a
 recording is ingested on the fly, and `clashx identify` then runs the whole
 two-stage identification on its tracks (`clashx.learn._lab_fit`).  Without
 `--model`, the surrogate shipped for the data's block shape is used.
@@ -22,16 +22,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core._io import write_json as write_json
-from ..core._params import ParamSpace
-from ..events import _metrics
-from ..events._events import atomic_savez, load_events, n_events, read_npz
-from ..events._ingest import ingest_strike_lab
-from ..learn._finetune import FinetuneConfig, finetune
-from ..learn._identify import identify
-from ..scenes import _geometry as geo
-from ..surrogate._base import AbstractSurrogate
-from ..surrogate._surrogate import Surrogate, load_or_shipped, predict, save_surrogate
+from ..core import ParamSpace, resolve_engine
+from ..core import write_json as write_json
+from ..events import alpha_curve, atomic_savez, ingest_strike_lab, load_events, n_events, read_npz, relative_error
+from ..hybrid import hybrid_rollouts_c
+from ..learn import FinetuneConfig, LabFitConfig, finetune, fit_recording, identify
+from ..optimize import cached_hybrid, clip_to_ranges, describe, optimize
+from ..scenes import MAX_TIME, make_strike_sim
+from ..scenes import geometry as geo
+from ..surrogate import AbstractSurrogate, Surrogate, load_or_shipped, predict, save_surrogate
 from ._plots import plot_alpha_curves
 
 
@@ -197,9 +196,6 @@ def run_identify(
     key = jax.random.PRNGKey(seed)
     extra = {}
     if is_recording(real):
-        from ..learn._lab_fit import LabFitConfig, fit_recording
-        from ..scenes._strike import make_strike_sim
-
         raw = read_npz(real, "strike recording")
         config = LabFitConfig(n_starts=n_starts, finetune=None)
         sim = make_strike_sim(model.shape, space=model.space)
@@ -207,8 +203,6 @@ def run_identify(
         params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
         extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
     else:
-        from ..learn._lab_fit import LabFitConfig
-
         prior = dict(LabFitConfig().prior_std)
         res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
         params, std, loss = np.asarray(res.params), np.asarray(res.std), float(res.loss)
@@ -287,7 +281,7 @@ def run_evaluate(
     strikes, vel, rows = load_real(real, select, model.shape)
     pred = np.asarray(predict(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)))
     length = geo.characteristic_length(model.shape)
-    err = np.asarray(_metrics.relative_error(pred, vel, length))
+    err = np.asarray(relative_error(pred, vel, length))
     result = {
         "shape": model.shape,
         "alpha": alpha,
@@ -298,7 +292,7 @@ def run_evaluate(
         "metric": f"‖Δ(vx, vy, r·ωz)‖ ≤ α‖(vx, vy, r·ωz)‖, r = {length:.4f} m",
     }
     if plot:
-        alphas, acc = _metrics.alpha_curve(pred, vel, length)
+        alphas, acc = alpha_curve(pred, vel, length)
         plot_alpha_curves(
             {os.path.basename(os.path.normpath(model_dir or "shipped")): (alphas, acc)},
             plot,
@@ -347,7 +341,6 @@ REACH_SLACK = 0.5  # m
 
 def max_reach(mu_floor: float | None) -> float:
     """An upper bound (m) on how far a strike moves the block, for floor friction `mu_floor` (None: unknown)."""
-    from ..scenes._strike import MAX_TIME
 
     reach = MAX_BLOCK_SPEED * MAX_TIME
     if mu_floor is not None and mu_floor > 0:
@@ -384,8 +377,6 @@ def run_optimize(
     `engine` is "cpu-hybrid", "mjx-hybrid" or "auto" (`clashx.core._engine.resolve_engine`:
     the CPU hybrid where JAX has only a CPU); the result names the engine that ran.
     """
-    from ..core._engine import resolve_engine
-    from ..optimize._optimize import describe, optimize
 
     geo.check_shape(shape)
     engine = resolve_engine(engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
@@ -412,8 +403,6 @@ def run_optimize(
     out = describe(res, start, target)
     # the chosen strike once more on the CPU hybrid: what the handler predicted and whether the
     # energy guard had to clamp it (never silent)
-    from ..hybrid import hybrid_rollouts_c
-    from ..optimize._optimize import cached_hybrid, clip_to_ranges
 
     check = hybrid_rollouts_c(cached_hybrid(sims, shape), model, clip_to_ranges(res.strike)[None], params)
     out["post_velocity"] = np.asarray(check.post_velocity[0], float).tolist()

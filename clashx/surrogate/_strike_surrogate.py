@@ -34,12 +34,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..core._io import check_space, load_model_leaves, read_model_meta, save_model
-from ..core._params import ParamSpace
-from ..core._types import Array, Float, PRNGKeyArray
-from ..events._metrics import VELOCITY_FLOOR, speed_residuals
-from ..scenes import _geometry as geo
-from ..scenes._spaces import strike_space
+from ..core import Array, Float, ParamSpace, PRNGKeyArray, check_space, load_model_leaves, read_model_meta, save_model
+from ..events import VELOCITY_FLOOR, data_path, speed_residuals, versions
+from ..scenes import geometry as geo
+from ..scenes import strike_space
 from ._base import AbstractSurrogate, init_network
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more
@@ -175,7 +173,6 @@ def describe(model: Surrogate) -> dict[str, Any]:
 
 def save_surrogate(run_dir: str | os.PathLike, model: Surrogate, extra: dict | None = None) -> None:
     """Write `model` to `run_dir` (weights and metadata, each file atomically)."""
-    from ..events._generate import versions
 
     save_model(run_dir, model, describe(model) | {"versions": versions()} | (extra or {}), MODEL_FILE, META_FILE)
 
@@ -269,7 +266,6 @@ def window_displacement(
 
 def shipped_surrogate(shape: str) -> Surrogate:
     """The pretrained surrogate of `shape` shipped in `clashx/data/strike_surrogate/` (how it was made: its README.md)."""
-    from ..events._data import data_path
 
     geo.check_shape(shape)
     return load_surrogate(data_path(f"strike_surrogate/{shape}/{META_FILE}").parent, shape=shape)
