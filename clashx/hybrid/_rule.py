@@ -353,7 +353,7 @@ def _scan_rules(scene: AbstractImpactScene, handler: Handler, params, rule: Rule
         seps: jax.Array = jnp.zeros(qpos.shape[:2], qpos.dtype)
         nows: jax.Array = jnp.zeros(qpos.shape[:2] + rule.last.shape[-1:], qpos.dtype)
     else:  # the engine's states: every separation at once
-        seps = jax.vmap(jax.vmap(scene.separation))(qpos)
+        seps = jnp.asarray(jax.vmap(jax.vmap(scene.separation))(qpos))
         nows = jnp.asarray(jax.vmap(jax.vmap(scene.pair_state))(qpos, qvel))
 
     def world(p, r, qs, vs, ts, ss, ns, lim):
