@@ -1,5 +1,6 @@
 """The hybrid simulator: the surrogate inside MJX's step (and MuJoCo C's), recorded-track predictions and slides."""
 
+from ._rule import SEGMENT as SEGMENT
 from ._rule import Handler as Handler
 from ._rule import HybridState as HybridState
 from ._rule import HybridSystem as HybridSystem

@@ -162,7 +162,7 @@ def apply_rule(
     hit = touch & finite  # a non-finite prediction leaves the impact to the engine's contact (counted)
     apart = jnp.where(touch & ~finite, 0, apart)
     t_pre = jnp.where(hit, time - (1.0 - frac) * dt, rule.t_pre)
-    landed = scene.advance(rule.post, time - rule.t_end)
+    landed = scene.settle(scene.advance(rule.post, time - rule.t_end))
     q_set, v_set = scene.with_pair_state(qpos, qvel, landed)
     qpos, qvel = jnp.where(ending, q_set, qpos), jnp.where(ending, v_set, qvel)
     f0, t0 = rule.f0, rule.t0

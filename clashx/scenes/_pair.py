@@ -274,6 +274,22 @@ class PairScene(AbstractImpactScene):
         axes, _, _ = self.contact_frame(pre)
         return ps.post_from_frame_targets(self._joints, axes, pre, y)
 
+    def settle(self, state: Float[Array, " d"]) -> Float[Array, " d"]:
+        """A predicted post-window state that overlaps the partner, moved out along the contact normal to touching.
+
+        The smallest change of the pair's coordinates that closes MuJoCo's distance (its gradient
+        through the body Jacobians at the contact point); the velocities are kept.  An overlap of a
+        few millimetres, a small error of the handler's position, would otherwise be sprung apart
+        by the soft contact as a bounce the impact never had.
+        """
+        qpos, qvel = self._full_state(state)
+        c = self.contact(qpos)
+        g = ps.separation_gradient(self._models().only, self._joints, self._first, qpos, c.point, c.normal)
+        step = jnp.maximum(-c.dist, 0.0) * g / jnp.maximum(g @ g, 1e-12)
+        nq = self._joints.nq
+        moved = self.advance(jnp.concatenate([state[:nq], step.astype(state.dtype)]), 1.0)
+        return jnp.concatenate([moved[:nq], state[nq:]])
+
     def speed_vector(self, state):
         """The pair's velocities with rotations scaled to speeds (ω · the body's radius of gyration), (..., nv)."""
         scale = ps.speed_scales(self._models().full, self._joints)

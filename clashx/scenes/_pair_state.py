@@ -601,3 +601,19 @@ def pair_energy(model: mujoco.MjModel, joints: PairJoints, qpos, qvel) -> tuple[
         kinetic = kinetic + 0.5 * mass * v @ v + 0.5 * w @ inertia @ w
         potential = potential - mass * g @ d.xipos[b]
     return kinetic, potential
+
+
+def separation_gradient(model: mujoco.MjModel, joints: PairJoints, first_body: int, qpos, point, normal):
+    """d(distance)/d(pair dofs) at `qpos`, (nv of the pair,): the contact point's motion along the normal.
+
+    Each moving body's translational Jacobian at `point` projected on `normal` (which points
+    towards `first_body`), with the sign of the side the body is on.
+    """
+    m = mjx.put_model(model)
+    d = mjx.make_data(m).replace(qpos=jnp.asarray(qpos, m.qpos0.dtype))
+    d = mjx.com_pos(m, mjx.kinematics(m, d))
+    g = jnp.zeros(m.nv, d.qpos.dtype)
+    for b in joints.bodies:
+        jacp, _ = mjx.jac(m, d, jnp.asarray(point, d.qpos.dtype), b)
+        g = g + (1.0 if b == first_body else -1.0) * (jacp @ jnp.asarray(normal, d.qpos.dtype))
+    return g[np.asarray(joints.vadr, np.int64)]

@@ -161,6 +161,15 @@ class AbstractImpactScene(eqx.Module):
         """The pair state at the window's end from the surrogate's prediction (default: the prediction is it)."""
         return jnp.asarray(prediction)
 
+    def settle(self, state: Float[Array, " d"]) -> Float[Array, " d"]:
+        """The post-window pair state the engine resumes from (default: as predicted).
+
+        A scene may move a predicted state that overlaps its partner back out to touching
+        (`PairScene`: MuJoCo's soft contact would otherwise spring an overlap apart, energy
+        the handler never predicted).
+        """
+        return state
+
     def flight(self, state: Float[Array, " d"], tau):
         """The pair state `tau` after `state` while the pair flies apart, exactly; None (the default): the engine's.
 
