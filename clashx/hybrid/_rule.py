@@ -162,7 +162,7 @@ def apply_rule(
     hit = touch & finite  # a non-finite prediction leaves the impact to the engine's contact (counted)
     apart = jnp.where(touch & ~finite, 0, apart)
     t_pre = jnp.where(hit, time - (1.0 - frac) * dt, rule.t_pre)
-    landed = scene.settle(scene.advance(rule.post, time - rule.t_end))
+    landed = scene.settle(scene.coast(rule.post, time - rule.t_end))
     q_set, v_set = scene.with_pair_state(qpos, qvel, landed)
     qpos, qvel = jnp.where(ending, q_set, qpos), jnp.where(ending, v_set, qvel)
     f0, t0 = rule.f0, rule.t0
@@ -249,7 +249,8 @@ def observe(scene: AbstractImpactScene, rule: RuleState, qpos, qvel, time) -> Fl
     """The pair state a world shows: the engine's (or its exact flight, `seen`), or within a window the
     interpolation from pre to post."""
     s = jnp.clip((time - rule.t_pre) / scene.gate.window, 0.0, 1.0)
-    inside = scene.interpolate(rule.pre, rule.post, s)
+    late = jnp.maximum(time - rule.t_end, 0.0)  # past the window's end, before the rule has set the state
+    inside = jnp.where(late > 0, scene.coast(rule.post, late), scene.interpolate(rule.pre, rule.post, s))
     now = scene.pair_state(qpos, qvel)
     if _has_flight(scene):
         flying = (rule.phase == FREE) & (rule.apart >= 1)

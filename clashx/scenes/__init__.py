@@ -55,6 +55,7 @@ from ._toss import WINDOW as WINDOW
 from ._toss import TossEvent as TossEvent
 from ._toss import TossSim as TossSim
 from ._toss import crossing_time as crossing_time
+from ._toss import flight_time as flight_time
 from ._toss import free_flight as free_flight
 from ._toss import interpolate_states as interpolate_states
 from ._toss import lowest_corner_z as lowest_corner_z

@@ -46,6 +46,9 @@ class PairJoints(NamedTuple):
         ball: per ball joint, (q offset, v offset) of its 4 / 3 entries.
         scalar: per slide or hinge joint, (q offset, v offset).
         hinge: per scalar joint, whether it is a hinge (rad) or a slide (m).
+        gravity: the world's gravity (3,), m/s².
+        slide_gravity: per scalar joint, gravity along it (m/s²; 0 for a hinge): the slide's axis in
+            the world, fixed where the joints before it on its body are slides.
     """
 
     qadr: tuple[int, ...]
@@ -57,6 +60,8 @@ class PairJoints(NamedTuple):
     ball: tuple[tuple[int, int], ...]
     scalar: tuple[tuple[int, int], ...]
     hinge: tuple[bool, ...]
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    slide_gravity: tuple[float, ...] = ()
 
     @property
     def nq(self) -> int:
@@ -98,6 +103,7 @@ def pair_joints(m: mujoco.MjModel, scene: str, pair: tuple[str, str]) -> PairJoi
     ball: list[tuple[int, int]] = []
     scalar: list[tuple[int, int]] = []
     hinge: list[bool] = []
+    along: list[float] = []
     for b in ids:
         if m.body_jntnum[b] == 0:
             continue
@@ -119,6 +125,7 @@ def pair_joints(m: mujoco.MjModel, scene: str, pair: tuple[str, str]) -> PairJoi
             (free if kind == _FREE else ball if kind == _BALL else scalar).append((len(qadr), len(vadr)))
             if kind in (_SLIDE, _HINGE):
                 hinge.append(kind == _HINGE)
+                along.append(0.0 if kind == _HINGE else float(np.asarray(m.opt.gravity) @ _world_axis(m, b, j)))
             qadr += range(qa, qa + nq)
             vadr += range(va, va + nv)
         bodies.append(b)
@@ -129,7 +136,20 @@ def pair_joints(m: mujoco.MjModel, scene: str, pair: tuple[str, str]) -> PairJoi
     return PairJoints(
         tuple(qadr), tuple(vadr), tuple(bodies), tuple(body_q), tuple(body_v),
         tuple(free), tuple(ball), tuple(scalar), tuple(hinge),
+        tuple(float(g) for g in m.opt.gravity), tuple(along),
     )  # fmt: skip
+
+
+def _world_axis(m: mujoco.MjModel, body: int, joint: int) -> np.ndarray:
+    """A joint's axis in the world at the model's reference pose (its body's frames composed up to the world)."""
+    rot = np.eye(3)
+    b = body
+    while b != 0:
+        r = np.zeros(9)
+        mujoco.mju_quat2Mat(r, m.body_quat[b])
+        rot = r.reshape(3, 3) @ rot
+        b = int(m.body_parentid[b])
+    return rot @ m.jnt_axis[joint]
 
 
 # --- pair states -------------------------------------------------------------------------------
@@ -163,6 +183,20 @@ def interpolate(joints: PairJoints, a: Float[Array, " d"], b: Float[Array, " d"]
     for o in _quat_slots(joints):
         out = out.at[o : o + 4].set(out[o : o + 4] / jnp.linalg.norm(out[o : o + 4]))
     return out
+
+
+def coast(joints: PairJoints, state: Float[Array, " d"], tau) -> Float[Array, " d"]:
+    """The pair state `tau` (< one step) later in free motion under gravity: `advance`, with gravity's
+    ½ g τ² and g τ on free joints and along slides."""
+    state = jnp.asarray(state)
+    k = joints.nq
+    g = jnp.asarray(joints.gravity, state.dtype)
+    moved = advance(joints, state, tau)
+    for (qo, vo), a in zip(joints.scalar, joints.slide_gravity, strict=True):
+        moved = moved.at[qo].add(0.5 * a * tau**2).at[k + vo].add(a * tau)
+    for qo, vo in joints.free:
+        moved = moved.at[qo : qo + 3].add(0.5 * g * tau**2).at[k + vo : k + vo + 3].add(g * tau)
+    return moved
 
 
 def quat_mul(a: Float[Array, "4"], b: Float[Array, "4"]) -> Float[Array, "4"]:

@@ -195,6 +195,12 @@ class AbstractImpactScene(eqx.Module):
         """The pair state moved on by `tau` (< one step) at its velocities."""
         return ps.advance(self.joints, state, tau)
 
+    def coast(self, state: Float[Array, " d"], tau) -> Float[Array, " d"]:
+        """The pair state `tau` (< one step) later in flight: the exact `flight` where the scene has it, else
+        free motion under gravity (`_pair_state.coast`): a window's end between two steps."""
+        flown = self.flight(state, tau)
+        return ps.coast(self.joints, state, tau) if flown is None else flown
+
     def energy(self, state: Float[Array, " d"]) -> tuple[Float[Array, ""], Float[Array, ""]]:
         """(kinetic, potential) energy of the pair's moving bodies in a pair state (J; the energy guard's)."""
         m = self.hybrid_c_model()
