@@ -16,7 +16,6 @@ import clashx
 from clashx import StrikeSim
 from clashx.core import _engine
 from clashx.events import _generate
-from clashx.learn import _pretrain
 from clashx.surrogate import _cube
 from clashx.workflows import _cli
 from clashx.workflows._cli import main
@@ -339,7 +338,7 @@ def test_an_error_after_a_progress_bar_starts_on_its_own_line(files, tmp_path, m
         progress(1, 3, {"train_loss": 0.5, "val_alpha_0.1": 0.2})
         raise ValueError("boom")
 
-    monkeypatch.setattr(_pretrain, "pretrain", failing)
+    monkeypatch.setattr(_cli, "pretrain", failing)  # the name the CLI calls
     err = _fails(["pretrain", "--data", files["events"], "--out", tmp_path / "run"], capsys)
     assert "\nclashx pretrain: error: boom" in err
 

@@ -250,3 +250,55 @@ def test_a_free_box_bounces_on_the_rule(box):
     m = box.c_model()
     assert q[0, 2] == pytest.approx(m.geom_size[1][2], abs=REST_TOL_M)  # resting flat on its face
     assert abs(np.linalg.norm(q[0, 3:7]) - 1.0) < 1e-6
+
+
+# --- a user's scene that the rule cannot run: named at load, before any work -------------------------
+
+
+def _ball_scene(**overrides):
+    """A subclass of the ball example with some of its attributes or hooks replaced."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ball_example", f"{EXAMPLES}/ball_on_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return type("Broken", (module.BallOnTable,), overrides)
+
+
+NESTED_XML = """
+<mujoco><option timestep="0.001"/><worldbody>
+  <geom name="table" type="plane" size="1 1 .1"/>
+  <body name="arm"><joint name="a" type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 .5 .2 0 .5" size=".01"/>
+    <body name="ball" pos=".2 0 .3"><joint name="z" type="slide" axis="0 0 1"/><geom name="ball" type="sphere" size=".03"/></body>
+  </body>
+</worldbody></mujoco>
+"""
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"pair": ("ball", "floor")}, "pair body 'floor' is not in the MJCF"),
+        ({"mjcf": lambda self: NESTED_XML}, "hangs from body 'arm', which has joints"),
+        ({"separation": lambda self, q: jnp.stack([q[1], q[1]])}, "separation(qpos) must return one number"),
+        ({"features": lambda self, pre: jnp.outer(pre, pre)}, "features(pre) must return a flat vector"),
+        ({"window": -0.01}, "`window` = -0.01 must be a positive number of seconds"),
+    ],
+    ids=["no such body", "body under a jointed body", "separation shape", "features shape", "negative window"],
+)
+def test_a_scene_the_rule_cannot_run_is_refused_at_load(overrides, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("`", ".")):
+        _ball_scene(**overrides)()
+
+
+def test_launches_that_never_touch_are_named(ball):
+    """Launches that fly away from the table: generation says which scene and what to check."""
+    away = _ball_scene(
+        sample_launch=lambda self, n, key: (np.tile([0.0, 0.05, 0.0], (n, 1)), np.tile([0.0, 2.0, 0.0], (n, 1)))
+    )()
+    launch, params = away.sample_inputs(4, key=jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match="none of 4 launches from sample_launch has an impact"):
+        away.simulate_events(launch, params, engine="c")
+    wrong = _ball_scene(sample_launch=lambda self, n, key: (np.zeros((n, 2)), np.zeros((n, 3))))()
+    with pytest.raises(ValueError, match=r"sample_launch\(4, key\) gave qpos \(4, 2\)"):
+        wrong.sample_inputs(4, key=jax.random.PRNGKey(0))

@@ -69,7 +69,11 @@ class _Models(eqx.Module):
 
 @functools.lru_cache(maxsize=16)
 def _compile(xml: str, pair: tuple[str, str]) -> _Models:
-    spec = ps.with_explicit_pairs(mujoco.MjSpec.from_string(xml), pair)
+    spec = mujoco.MjSpec.from_string(xml)
+    plain = spec.compile()
+    for body in pair:  # named before anything is built from them
+        ps.body_id(plain, "", body)
+    spec = ps.with_explicit_pairs(spec, pair)
     full = spec.compile()
     only = ps.pair_only(spec, pair)
     bare_spec = spec.copy()

@@ -78,8 +78,9 @@ def body_id(m: mujoco.MjModel, scene: str, name: str) -> int:
     b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
     if b < 0:
         names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or f"#{i}" for i in range(m.nbody)]
+        where = f"scene {scene!r}: " if scene else ""
         raise ValueError(
-            f"scene {scene!r}: pair body {name!r} is not in the MJCF (its bodies: {', '.join(names)}); "
+            f"{where}pair body {name!r} is not in the MJCF (its bodies: {', '.join(names)}); "
             "set `pair` to two body names, 'world' for geoms of the worldbody"
         )
     return int(b)
