@@ -128,6 +128,31 @@ def free_body_invweights(mass, ipos, inertia, iquat, xp=jnp):
     return body, dof
 
 
+def free_body_invweights_batch(mass, ipos, inertia, iquat) -> tuple[np.ndarray, np.ndarray]:
+    """`free_body_invweights` of n worlds at once in NumPy: mass (n,), ipos (n, 3), inertia (n, 3) -> (n, 2), (n, 6)."""
+    mass, ipos, inertia = np.asarray(mass), np.asarray(ipos), np.asarray(inertia)
+    r = _quat_mat(iquat)
+    i_c = np.einsum("ij,nj,kj->nik", r, inertia, r)
+    z = np.zeros_like(mass)
+    c = np.stack(
+        [np.stack([z, -ipos[:, 2], ipos[:, 1]], -1), np.stack([ipos[:, 2], z, -ipos[:, 0]], -1),
+         np.stack([-ipos[:, 1], ipos[:, 0], z], -1)], 1,
+    )  # fmt: skip
+    m = mass[:, None, None]
+    m_full = np.zeros((len(mass), 6, 6))
+    m_full[:, :3, :3] = m * np.eye(3)
+    m_full[:, :3, 3:] = -m * c
+    m_full[:, 3:, :3] = m * c
+    m_full[:, 3:, 3:] = i_c - m * c @ c
+    m_inv = np.linalg.inv(m_full)
+    rot = np.trace(np.linalg.inv(i_c), axis1=1, axis2=2) / 3
+    tran = np.trace(m_inv[:, :3, :3], axis1=1, axis2=2) / 3
+    rot_dof = np.trace(m_inv[:, 3:, 3:], axis1=1, axis2=2) / 3
+    return np.stack([1.0 / mass, rot], 1), np.concatenate(
+        [np.repeat(tran[:, None], 3, 1), np.repeat(rot_dof[:, None], 3, 1)], 1
+    )
+
+
 class ParamSpace(eqx.Module):
     """Names, prior ranges and model locations of the identified parameters.
 
@@ -386,8 +411,26 @@ class ParamSpace(eqx.Module):
             self._write_numpy(arrays, rows, values)
             return
         arrays = {f: target.expand(f) for f in self.written_fields()}  # (nsim, ...) views
-        for i in range(values.shape[0]):
-            self._write_numpy({f: a[i] for f, a in arrays.items()}, rows, values[i])
+        for j, ts in enumerate(self.targets):  # every world at once
+            for t, slot in zip(ts, rows.slots[j]):
+                if slot.row < 0:
+                    continue
+                v, nominal = values[:, j : j + 1], np.asarray(slot.nominal)
+                new = {"set": v + 0.0 * nominal, "offset": nominal + v, "scale": nominal * (v / t.ref)}[t.mode]
+                arr = arrays[t.field]
+                if arr.ndim > 2:
+                    arr[:, slot.row, list(t.cols)] = new
+                else:
+                    arr[:, slot.row] = new[:, 0]
+        for fb in rows.bodies:  # the constants MuJoCo derives, every world at once
+            mass = arrays["body_mass"][:, fb.body]
+            body_w, dof_w = free_body_invweights_batch(
+                mass, arrays["body_ipos"][:, fb.body], arrays["body_inertia"][:, fb.body], fb.iquat
+            )
+            arrays["body_subtreemass"][:, fb.body] = mass
+            arrays["body_subtreemass"][:, 0] = fb.world_mass_rest + mass
+            arrays["body_invweight0"][:, fb.body] = body_w
+            arrays["dof_invweight0"][:, fb.dof : fb.dof + 6] = dof_w
 
     def _write_numpy(self, arrays: dict[str, np.ndarray], rows: Layout, values: np.ndarray) -> None:
         for field, r, cols, new in self._writes(rows, values, np):

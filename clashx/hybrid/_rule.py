@@ -38,6 +38,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import mujoco.batch
 import numpy as np
 
 from ..core import Array, Bool, Float, Int, mjx
@@ -341,7 +342,9 @@ def _init_rules(scene: AbstractImpactScene, qpos, qvel):
 
 
 @eqx.filter_jit
-def _scan_rules(scene: AbstractImpactScene, handler: Handler, params, rule: RuleState, qpos, qvel, time, left, at_rest):
+def _scan_rules(
+    scene: AbstractImpactScene, handler: Handler, params, rule: RuleState, qpos, qvel, time, left, active, at_rest
+):
     """The rule over each world's recorded steps (n, K, ...) up to its first action, rest (`at_rest`) or limit.
 
     `watch` runs over the steps (the separations all at once), `apply_rule` once per
@@ -385,7 +388,8 @@ def _scan_rules(scene: AbstractImpactScene, handler: Handler, params, rule: Rule
             done = done | resting(scene, new.phase, v2)
         return new, e, q2, v2, acted, done
 
-    return jax.vmap(world)(params, rule, qpos, qvel, time, seps, nows, left)
+    new, e, q2, v2, acted, done = jax.vmap(world)(params, rule, qpos, qvel, time, seps, nows, left)
+    return _keep_idle(active, new, rule), e, q2, v2, acted, done
 
 
 def _keep_idle(active, new: RuleState, old: RuleState) -> RuleState:
@@ -405,6 +409,7 @@ def rollouts_c(
     until_rest: bool = True,
     segment: int = SEGMENT,
     nthread: int = 0,
+    batch: mujoco.batch.Batch | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """The CPU fallback of `rollouts`: the same rule between MuJoCo C steps (`mujoco.batch`), no gradients.
 
@@ -422,6 +427,9 @@ def rollouts_c(
         until_rest: stop a world once it rests (`resting`).
         segment: engine steps between two passes of the rule.
         nthread: MuJoCo C threads (0: all CPUs).
+        batch: a `mujoco.batch.Batch` of `scene.hybrid_c_model()` with the engine's parameters
+            written in, to run in (default a new one; a caller that goes on in it after, as the
+            strike's slide does, saves building one).
 
     Returns:
         (qpos (n, nq), qvel (n, nv), info) at each world's end; info: "rule" (the `RuleState`s,
@@ -431,7 +439,9 @@ def rollouts_c(
     n = len(params)
     segment = max(1, min(segment, n_steps))
     ep = params if engine_params is None else np.broadcast_to(np.asarray(engine_params, np.float64), params.shape)
-    batch = _batch.make_batch(scene.hybrid_c_model(), scene.space, scene.hybrid_rows(), ep, nsim=n, nthread=nthread)
+    if batch is None:
+        batch = _batch.make_batch(scene.hybrid_c_model(), scene.space, scene.hybrid_rows(), ep, nsim=n, nthread=nthread)
+    scene = scene.lite()  # handed to the jitted rule once per segment: without MJX models to flatten
     rows = list(scene.switch_rows)
     margin = batch.expand("pair_margin") if rows else None
     base = margin[:, rows].copy() if margin is not None else np.zeros((n, 0))
@@ -454,10 +464,10 @@ def rollouts_c(
         ts = np.repeat(t[:, None], segment, 1)
         qs[ids], vs[ids], ts[ids] = rec["qpos"], rec["qvel"], rec["time"]
         left = np.where(active, n_steps - steps, 1)
-        new, stop, q2, v2, acted, done = _scan_rules(
-            scene, handler, pj, rule, jnp.asarray(qs), jnp.asarray(vs), jnp.asarray(ts), jnp.asarray(left), until_rest
-        )
-        rule = _keep_idle(jnp.asarray(active), new, rule)
+        rule, stop, q2, v2, acted, done = _scan_rules(
+            scene, handler, pj, rule, jnp.asarray(qs), jnp.asarray(vs), jnp.asarray(ts), jnp.asarray(left),
+            jnp.asarray(active), until_rest,
+        )  # fmt: skip
         stop, acted, done = (np.asarray(a)[ids] for a in (stop, acted, done))
         phase = np.asarray(rule.phase)[ids]
         j = np.arange(len(ids))

@@ -30,12 +30,14 @@ from ..scenes import (
     MJX_BLOCK,
     RELEASE_AFTER,
     SolverSettings,
+    StrikeBodies,
     StrikeSim,
     block_pose,
     guard,
     initial_state,
     initial_states_batch,
     make_strike_sim,
+    slide_to_rest_c,
     strike_of_state,
 )
 from ..scenes import geometry as geo
@@ -49,6 +51,7 @@ class HybridSim(eqx.Module):
 
     Attributes:
         sim: the strike scene (the rule's hooks); its slide model is the engine's.
+        lite: the same without its MJX models (`StrikeSim.lite`), for the CPU fallback's jitted calls.
         dt: the rule's step (s), the scene's slide step.
         n_steps: steps at `dt` (n_approach + n_window + 1: the rule's part of a strike).
         n_window: steps from touch to release (RELEASE_AFTER / dt).
@@ -58,6 +61,7 @@ class HybridSim(eqx.Module):
     """
 
     sim: StrikeSim
+    lite: StrikeSim
     dt: float = eqx.field(static=True)
     n_steps: int = eqx.field(static=True)
     n_window: int = eqx.field(static=True)
@@ -102,6 +106,7 @@ def make_hybrid_sim(
     n_steps = sim.n_approach + n_window + 1
     return HybridSim(
         sim=sim,
+        lite=sim.lite(),
         dt=dt,
         n_steps=n_steps,
         n_window=n_window,
@@ -131,11 +136,11 @@ class HybridResult(eqx.Module):
     strike: Float[Array, "3"]
 
 
-def _result(hs: HybridSim, handler: Handler, params, qpos, impacts, pre, post, t_first) -> HybridResult:
+def _result(bodies: StrikeBodies, handler: Handler, params, qpos, impacts, pre, post, t_first) -> HybridResult:
     """A strike's `HybridResult` from its final qpos and the rule's record of its impact (one world)."""
     touched = impacts > 0
-    strike = strike_of_state(hs.sim.bodies, pre[:10], pre[10:])
-    _, clamped = guard(hs.sim.bodies, pre[:10], pre[10:], handler(strike, params))
+    strike = strike_of_state(bodies, pre[:10], pre[10:])
+    _, clamped = guard(bodies, pre[:10], pre[10:], handler(strike, params))
     yaw = block_pose(post[:10])[2]
     velocity = jnp.concatenate([geo.rot2(-yaw) @ post[10:12], post[15:16]])
     zero = jnp.zeros_like(velocity)
@@ -177,7 +182,7 @@ def hybrid_rollout(
         data, _ = jax.lax.scan(lambda d, _: (mjx.step(after, d), None), state.data, None, length=n_after)
         state = HybridState(data, state.rule)
     r = state.rule
-    return _result(hs, handler, params, state.data.qpos, r.impacts, r.pre, r.post, r.t_first)
+    return _result(hs.sim.bodies, handler, params, state.data.qpos, r.impacts, r.pre, r.post, r.t_first)
 
 
 def hybrid_rollouts(hs: HybridSim, handler: Handler, strikes: Float[Array, "n 3"], params) -> HybridResult:
@@ -196,8 +201,8 @@ def _hybrid_rollouts(hs: HybridSim, handler: Handler, strikes, params) -> Hybrid
 
 
 @eqx.filter_jit
-def _results(hs: HybridSim, handler: Handler, params, qpos, impacts, pre, post, t_first) -> HybridResult:
-    return jax.vmap(lambda *a: _result(hs, handler, *a))(params, qpos, impacts, pre, post, t_first)
+def _results(bodies: StrikeBodies, handler: Handler, params, qpos, impacts, pre, post, t_first) -> HybridResult:
+    return jax.vmap(lambda *a: _result(bodies, handler, *a))(params, qpos, impacts, pre, post, t_first)
 
 
 def hybrid_rollouts_c(
@@ -219,13 +224,12 @@ def hybrid_rollouts_c(
     strikes = np.asarray(strikes, np.float64)
     n = len(strikes)
     params = np.broadcast_to(np.asarray(params, np.float64), (n, hs.sim.space.size)).copy()
-    q0, v0 = (np.asarray(a, np.float64) for a in initial_states_batch(hs.sim, jnp.asarray(strikes)))
-    q, v, info = rollouts_c(hs.sim, handler, params, q0, v0, hs.n_steps, until_rest=False, nthread=nthread)
-    m = hs.sim.mj_slide_model()
-    m.opt.timestep = hs.dt_after
-    batch = _batch.make_batch(m, hs.sim.space, hs.sim.slide_rows, params, nsim=n, nthread=nthread)
-    q_end = _batch.rollout(batch, q, v, hs.n_after, time=hs.n_steps * hs.dt)["qpos"][:, -1]
+    q0, v0 = (np.asarray(a, np.float64) for a in initial_states_batch(hs.lite, jnp.asarray(strikes)))
+    batch = _batch.make_batch(hs.sim.mj_slide_model(), hs.sim.space, hs.sim.slide_rows, params, nsim=n, nthread=nthread)
+    q, v, info = rollouts_c(hs.lite, handler, params, q0, v0, hs.n_steps, until_rest=False, batch=batch)
+    t_rel = np.full(n, hs.n_steps * hs.dt)
+    q_end = slide_to_rest_c(hs.lite, params, q, v, t_rel, dt=hs.dt_after, batch=batch)  # the same batch goes on
     r: RuleState = info["rule"]
-    out = _results(hs, handler, jnp.asarray(params), jnp.asarray(q_end), jnp.asarray(r.impacts), r.pre, r.post,
+    out = _results(hs.lite.bodies, handler, jnp.asarray(params), jnp.asarray(q_end), jnp.asarray(r.impacts), r.pre, r.post,
                    r.t_first)  # fmt: skip
     return jax.tree.map(lambda a: np.asarray(a, np.float64) if a.dtype.kind == "f" else np.asarray(a), out)

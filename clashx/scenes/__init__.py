@@ -45,6 +45,7 @@ from ._strike import slide_c as slide_c
 from ._strike import slide_to_rest_c as slide_to_rest_c
 from ._strike import striker_contact as striker_contact
 from ._strike import yaw_of as yaw_of
+from ._strike_impact import StrikeBodies as StrikeBodies
 from ._strike_impact import guard as guard
 from ._strike_impact import strike_of_state as strike_of_state
 from ._toss import CORNER_SIGNS as CORNER_SIGNS

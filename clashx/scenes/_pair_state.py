@@ -137,7 +137,7 @@ def pair_joints(m: mujoco.MjModel, scene: str, pair: tuple[str, str]) -> PairJoi
     return PairJoints(
         tuple(qadr), tuple(vadr), tuple(bodies), tuple(body_q), tuple(body_v),
         tuple(free), tuple(ball), tuple(scalar), tuple(hinge),
-        tuple(float(g) for g in m.opt.gravity), tuple(along),
+        (float(m.opt.gravity[0]), float(m.opt.gravity[1]), float(m.opt.gravity[2])), tuple(along),
     )  # fmt: skip
 
 
@@ -192,7 +192,7 @@ def coast(joints: PairJoints, state: Float[Array, " d"], tau) -> Float[Array, " 
     state = jnp.asarray(state)
     k = joints.nq
     g = jnp.asarray(joints.gravity, state.dtype)
-    moved = advance(joints, state, tau)
+    moved = jnp.asarray(advance(joints, state, tau))
     for (qo, vo), a in zip(joints.scalar, joints.slide_gravity, strict=True):
         moved = moved.at[qo].add(0.5 * a * tau**2).at[k + vo].add(a * tau)
     for qo, vo in joints.free:

@@ -153,6 +153,11 @@ class AbstractImpactScene(eqx.Module):
     def separation(self, qpos: Float[Array, " nq"]) -> Float[Array, ""]:
         """The pair's signed gap (m) at `qpos`, in JAX: > 0 apart, ≤ 0 overlapping."""
 
+    def lite(self) -> AbstractImpactScene:
+        """This scene without what the rule's hooks never read (MJX models): cheap to hand to a jitted function
+        call after call (the CPU fallback's; equinox flattens every argument on every call)."""
+        return self
+
     def impact_input(self, pre: Float[Array, " d"]):
         """What the scene's surrogate takes of a pre-impact pair state (default: the pair state itself)."""
         return pre

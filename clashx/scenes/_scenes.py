@@ -8,7 +8,9 @@ and block, μ2 between block and ground.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 
 import mujoco
 import numpy as np
@@ -223,5 +225,10 @@ def _closing(pairs: str, sensor: str) -> str:
 
 
 def compile_xml(xml: str) -> mujoco.MjModel:
-    """Compile an MJCF string into a MuJoCo model."""
+    """Compile an MJCF string into a MuJoCo model (a fresh copy; each text is compiled once)."""
+    return copy.copy(_compiled(xml))
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(xml: str) -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_string(xml)

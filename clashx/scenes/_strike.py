@@ -27,6 +27,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import mujoco
+import mujoco.batch
 import numpy as np
 
 from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, map_batched, mjx, spread
@@ -39,6 +40,7 @@ from ._scene import AbstractImpactScene, ImpactGate
 from ._spaces import strike_space
 from ._strike_impact import block_pose as block_pose
 from ._strike_impact import parked as parked
+from ._strike_impact import parked_np
 from ._strike_impact import yaw_of as yaw_of
 
 RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away
@@ -160,6 +162,11 @@ class StrikeSim(AbstractImpactScene):
     def joints(self) -> ps.PairJoints:
         return self.pair_joints
 
+    def lite(self) -> StrikeSim:
+        if self.model is None and self.slide_model is None:
+            return self
+        return eqx.tree_at(lambda s: (s.model, s.slide_model), self, (None, None), is_leaf=lambda x: x is None)
+
     @property
     def dt(self) -> float:
         return self.settings.dt_slide
@@ -280,7 +287,7 @@ def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Arra
     rot = geo.rot2(pose[2])
     c_world = pose[:2] + rot @ centre
     v_world = rot @ vel
-    park = jnp.asarray(sim.model.body_pos[2, :2])
+    park = jnp.asarray(sim.bodies.park)
     qpos = jnp.concatenate([sim.block_rest, c_world - park, (s_yaw + pose[2])[None]])
     qvel = jnp.concatenate([jnp.zeros(6), v_world, jnp.zeros(1)])
     return qpos, qvel
@@ -480,7 +487,6 @@ def _release_rules(sim: StrikeSim, found, k, depth, closing, q_a, v_a, q_b, v_b)
 
 
 block_poses_batch = jax.jit(jax.vmap(block_pose))  # `block_pose` of each qpos row (n, nq) -> (n, 3)
-_parked = jax.jit(jax.vmap(parked))
 
 
 def simulate_strikes_c(
@@ -582,48 +588,56 @@ REST_SPEED = 1e-5
 REST_CHECK_STEPS = 50  # slide steps between checks (0.2 s at dt_slide 4 ms)
 
 
-def slide_to_rest_c(sim: StrikeSim, params, q_rel, v_rel, t_start, *, nthread: int = 0) -> np.ndarray:
+def slide_to_rest_c(
+    sim: StrikeSim,
+    params,
+    q_rel,
+    v_rel,
+    t_start,
+    *,
+    nthread: int = 0,
+    dt: float | None = None,
+    batch: mujoco.batch.Batch | None = None,
+) -> np.ndarray:
     """Slide released blocks on MuJoCo C until MAX_TIME, or until every block is at rest; the final qpos (n, 10).
 
-    The batch is stepped `REST_CHECK_STEPS` at a time.  A world's pose is read at its
-    own MAX_TIME step, or where it was found at rest (`REST_SPEED`).  Once at least
-    half of the worlds still in the batch are at rest, the moving ones go on in a
-    fresh, smaller batch from their current state (solver warm start included).
+    The worlds still moving are stepped `REST_CHECK_STEPS` at a time (at `dt`, default the
+    slide step; the checks stay 0.2 s apart; `mujoco.batch` steps only those).  A world's
+    pose is read at its own MAX_TIME step, or where it was found at rest (`REST_SPEED`).
+
+    Args:
+        batch: a batch of the slide model with these worlds' parameters to go on in (its solver
+            warm start kept; the states are written in); default a new one.
     """
-    params = np.broadcast_to(np.asarray(params, np.float64), (len(q_rel), sim.space.size))
-    qp, qv = (np.array(a, np.float64) for a in _parked(jnp.asarray(q_rel), jnp.asarray(v_rel)))
-    n_steps = np.ceil((MAX_TIME - np.asarray(t_start)) / sim.settings.dt_slide - 1e-9).astype(int)
-    t_now = np.broadcast_to(np.asarray(t_start, np.float64), (len(qp),)).copy()
+    dt = sim.settings.dt_slide if dt is None else float(dt)
+    check = max(1, round(REST_CHECK_STEPS * sim.settings.dt_slide / dt))
+    n = len(q_rel)
+    qp, qv = parked_np(q_rel, v_rel)
+    if batch is None:
+        params = np.broadcast_to(np.asarray(params, np.float64), (n, sim.space.size))
+        batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=n, nthread=nthread)
+        batch.bind("qacc_warmstart")[:] = 0.0
+    batch.expand("opt.timestep")[:] = dt
+    batch.bind("qpos")[:] = qp
+    batch.bind("qvel")[:] = qv
+    batch.bind("time")[:] = np.broadcast_to(np.asarray(t_start, np.float64), (n,))
+    n_steps = np.ceil((MAX_TIME - np.asarray(t_start)) / dt - 1e-9).astype(int) * np.ones(n, int)
     q_end = np.full(qp.shape, np.nan)
-    warm = np.zeros_like(qv)
-    record = ("qpos", "qvel", "qacc_warmstart")
-    active, done, batch = np.arange(len(qp)), 0, None
+    active, done = np.arange(n), 0
     while active.size:
-        k = int(min(REST_CHECK_STEPS, n_steps[active].max() - done))
-        if batch is None:  # a (fresh) batch of the active worlds from their current state
-            batch = _batch.make_batch(
-                sim.mj_slide_model(), sim.space, sim.slide_rows, params[active], nsim=active.size, nthread=nthread
-            )
-            rec = _batch.rollout(
-                batch, qp[active], qv[active], k, time=t_now[active], record=record, warmstart=warm[active]
-            )
-        else:
-            rec = _batch.advance(batch, k, record=record)
+        k = int(min(check, n_steps[active].max() - done))
+        rec = batch.rollout(k, ids=active, record=("qpos", "qvel"))
         ends = n_steps[active] <= done + k  # worlds whose MAX_TIME falls in this chunk
         q_end[active[ends]] = rec["qpos"][ends, n_steps[active[ends]] - done - 1]
         done += k
-        qp[active], qv[active], warm[active] = rec["qpos"][:, -1], rec["qvel"][:, -1], rec["qacc_warmstart"][:, -1]
-        t_now[active] += k * sim.settings.dt_slide
         rest = ~ends & (np.abs(rec["qvel"][:, :, :6]).max(axis=(1, 2)) < REST_SPEED)  # still over the whole chunk
-        q_end[active[rest]] = qp[active[rest]]
-        moving = ~(ends | rest)
-        if moving.sum() <= active.size // 2:
-            active, batch = active[moving], None
+        q_end[active[rest]] = rec["qpos"][rest, -1]
+        active = active[~(ends | rest)]
     return q_end
 
 
 def slide_c(sim: StrikeSim, params, q_rel, v_rel, t_start, n_steps: int, nthread: int = 0) -> np.ndarray:
     """Slide released blocks (striker parked) `n_steps` steps of dt_slide on MuJoCo C; returns every qpos (n, n_steps, 10)."""
-    qp, qv = _parked(jnp.asarray(q_rel), jnp.asarray(v_rel))
+    qp, qv = parked_np(q_rel, v_rel)
     batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=len(q_rel), nthread=nthread)
     return _batch.rollout(batch, np.asarray(qp), np.asarray(qv), n_steps, time=t_start)["qpos"]

@@ -84,6 +84,13 @@ def parked(qpos: Float[Array, "10"], qvel: Float[Array, "9"]) -> tuple[Float[Arr
     return jnp.asarray(qpos).at[_STRIKER_Q].set(0.0), jnp.asarray(qvel).at[_STRIKER_V].set(0.0)
 
 
+def parked_np(qpos: np.ndarray, qvel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`parked` of a batch (..., 10), (..., 9) in NumPy, float64 (the MuJoCo C paths')."""
+    q, v = np.array(qpos, np.float64), np.array(qvel, np.float64)
+    q[..., _STRIKER_Q], v[..., _STRIKER_V] = 0.0, 0.0
+    return q, v
+
+
 def _striker_in_block(b: StrikeBodies, qpos: Float[Array, "10"], qvel: Float[Array, "9"]):
     """Striker centre, yaw and velocity relative to the block, in the block frame."""
     pose = block_pose(qpos)

@@ -282,6 +282,9 @@ class TossSim(AbstractImpactScene):
     def joints(self) -> ps.PairJoints:
         return self.pair_joints
 
+    def lite(self) -> TossSim:
+        return self if self.model is None else eqx.tree_at(lambda s: s.model, self, None, is_leaf=lambda x: x is None)
+
     @property
     def gate(self) -> ImpactGate:
         return ImpactGate(
