@@ -19,7 +19,9 @@ CHECKED = (
     "clashx.scenes._pair",
     "clashx.surrogate._base",
     "clashx.surrogate._pair",
-    "clashx.hybrid._pair_hybrid",
+    "clashx.hybrid._rule",
+    "clashx.scenes._pair_state",
+    "clashx.scenes._scene",
     "clashx.learn._pair_learn",
 )
 _HOOK = install_import_hook(CHECKED, "beartype.beartype")

@@ -3,7 +3,7 @@
 `clashx generate --scene MODULE:CLASS` needs nothing here (generation runs any
 scene).  Each `run_pair_*` takes paths and plain values, reads and checks the
 inputs, calls the functional core (`clashx.learn._pair_learn`,
-`clashx.hybrid._pair_hybrid`) and writes its outputs atomically; the `cmd_*`
+`clashx.hybrid`) and writes its outputs atomically; the `cmd_*`
 functions print.
 """
 
