@@ -283,6 +283,8 @@ LAB_P90_TOL = 0.19
 LAB_MIN_ACCURACY = 0.75  # fraction within α = 0.1
 START_TOL = 2.5e-3  # m, 5 noise std (seen: 1.5e-3)
 REST_TOL = 1.5e-3  # m (seen: 7.7e-4)
+REMAKE_RTOL = 1e-9  # a remade recording against the shipped one: PyBullet's floating point differs by machine
+REMAKE_ATOL = 1e-12  # (CI saw 2.3e-14 absolute on the triangle's block poses); noise draws or seeds differ by >1e-4
 
 
 @pytest.mark.parametrize("shape", ["semi-cylinder", "square", "triangle"])
@@ -319,4 +321,7 @@ def test_shipped_recordings_are_the_labs(tmp_path, shape, strike_lab_path):
     with np.load(out) as made, np.load(clashx.lab_recording(shape, "fit")) as shipped:
         assert sorted(made.files) == sorted(shipped.files)
         for key in made.files:
-            np.testing.assert_array_equal(made[key], shipped[key], err_msg=key)
+            if np.issubdtype(made[key].dtype, np.floating):
+                np.testing.assert_allclose(made[key], shipped[key], rtol=REMAKE_RTOL, atol=REMAKE_ATOL, err_msg=key)
+            else:
+                np.testing.assert_array_equal(made[key], shipped[key], err_msg=key)
