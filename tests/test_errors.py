@@ -14,8 +14,10 @@ import pytest
 
 import clashx
 from clashx import StrikeSim
-from clashx.core import _engine
+from clashx.core import _engine, output_lock
 from clashx.events import _generate
+from clashx.learn._train import train_epochs
+from clashx.pushing import PPOConfig
 from clashx.surrogate import _cube
 from clashx.workflows import _cli
 from clashx.workflows._cli import main
@@ -26,8 +28,11 @@ PARAMS = dict(zip(clashx.strike_space().names, clashx.strike_space().vector(mu1=
 
 
 def _run(argv) -> int:
-    """The CLI's exit status for `argv` (paths allowed)."""
-    return main([str(a) for a in argv])
+    """The CLI's exit status for `argv` (paths allowed); argparse's own errors exit 2 via SystemExit."""
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as e:
+        return int(e.code or 0)
 
 
 def _fails(argv, capsys, *needles):
@@ -96,8 +101,10 @@ def test_generate_records_the_resolved_engine_and_resumes_with_auto(tmp_path, mo
         return real(self, strikes, params, **kw)
 
     monkeypatch.setattr(StrikeSim, "simulate_events", dying)
-    with pytest.raises(KeyboardInterrupt):
-        _run([*GEN, "--n", "8", "--out", str(out)])
+    assert _run([*GEN, "--n", "8", "--out", str(out)]) == 130  # Ctrl-C: one line, no traceback
+    err = capsys.readouterr().err
+    assert "stopped (Ctrl-C); rerun the same command to resume" in err and "Traceback" not in err
+    assert not os.path.exists(str(out) + ".lock")
     monkeypatch.setattr(StrikeSim, "simulate_events", real)
     manifest = json.loads((tmp_path / "a.npz.parts" / "manifest.json").read_text())
     expected = "c" if jax.default_backend() == "cpu" else "mjx"
@@ -329,7 +336,7 @@ def test_a_recording_too_small_to_identify_from_says_so(files, tmp_path, capsys)
 def test_identify_needs_a_starting_point(files, tmp_path, capsys):
     out = tmp_path / "p.json"
     _fails(["identify", "--model", files["model"], "--real", files["events"], "--out", out, "--starts", "0"],
-           capsys, "--starts 0")  # fmt: skip
+           capsys, "argument --starts: 0: expected")  # fmt: skip
     assert not out.exists()
 
 
@@ -364,3 +371,310 @@ def test_pretrain_says_where_it_resumes_and_what_differs(files, tmp_path, capsys
     assert _run([str(a) for a in argv(2)]) == 0
     assert "resuming at epoch 2 of 2 (1 done)" in capsys.readouterr().out
     _fails(argv(3), capsys, "--epochs 2 there, 3 now", "another --out")
+
+
+# --- 8: nothing silent, nothing lost (one test per kind of bad input) ------------------------------
+
+BALL = os.path.join(os.path.dirname(__file__), "..", "examples", "ball_on_table.py")
+
+
+def _digest(path) -> bytes:
+    return open(path, "rb").read()
+
+
+@pytest.fixture(scope="module")
+def ball_events(tmp_path_factory):
+    """8 ball-on-table impacts (MuJoCo C), the parameters they were simulated with, and a tiny pair model."""
+    root = tmp_path_factory.mktemp("ball")
+    spec = f"{BALL}:BallOnTable"
+    events = root / "ball.npz"
+    assert _run(["generate", "--scene", spec, "--n", "16", "--engine", "c", "--out", events]) == 0
+    model = root / "model"
+    assert _run(["pretrain", "--scene", spec, "--data", events, "--out", model, "--epochs", "1",
+                 "--batch-size", "8", "--width", "8", "--depth", "1", "--val-fraction", "0.2"]) == 0  # fmt: skip
+    return {"spec": spec, "events": events, "model": model, "root": root}
+
+
+@pytest.mark.parametrize(
+    "argv, flag, victim",
+    [
+        (["identify", "--model", "{model}", "--real", "{events}", "--select", "0:10", "--out", "{events}"], "--out", "events"),
+        (["predict", "--model", "{model}", "--params", "{params}", "--events", "{events}", "--out", "{events}"], "--out", "events"),
+        (["evaluate", "--model", "{model}", "--params", "{params}", "--real", "{events}", "--json", "{params}"], "--json", "params"),
+        (["finetune", "--model", "{model}", "--params", "{params}", "--real", "{events}", "--out", "{model}"], "--out", "model"),
+        (["plan", "--shape", "square", "--model", "{model}", "--params", "{params}", "--out", "{root}/n.csv", "--json", "{params}"], "--json", "params"),
+        (["ingest", "--source", "strike-lab", "--input", "{events}", "--out", "{link}"], "--out", "events"),
+    ],
+)  # fmt: skip
+def test_an_output_that_is_an_input_is_refused_before_any_work(files, tmp_path, capsys, argv, flag, victim):
+    link = tmp_path / "link.npz"
+    link.symlink_to(files["events"])  # the same file under another name: links are followed
+    fill = {k: str(v) for k, v in files.items()} | {"link": str(link)}
+    before = {k: _digest(files[k]) for k in ("events", "params")}
+    _fails([a.format(**fill) for a in argv], capsys, flag, "this command reads", "Choose another")
+    assert {k: _digest(files[k]) for k in ("events", "params")} == before
+    assert sorted(os.listdir(files["model"])) == ["surrogate.eqx", "surrogate.json"]
+
+
+def test_two_outputs_on_one_path_are_refused(files, tmp_path, capsys):
+    out = tmp_path / "same.json"
+    _fails(["plan", "--shape", "square", "--model", files["model"], "--out", out, "--json", out], capsys,
+           "--json and --out are the same path")  # fmt: skip
+
+
+def test_a_second_writer_of_one_output_is_stopped_and_told_who_holds_it(files, tmp_path, capsys):
+    out = tmp_path / "e.npz"
+    with output_lock({"--out": str(out)}, "clashx generate --out e.npz (the first run)"):
+        err = _fails([*GEN, "--n", "4", "--out", out], capsys, "is being written by another clashx run",
+                     "the first run", "wait for it to finish")  # fmt: skip
+    assert not out.exists() and not os.path.exists(str(out) + ".parts") and not os.path.exists(str(out) + ".lock")
+    assert str(os.getpid()) in err
+
+
+def _with(path, out, **changes):
+    """A copy of the event file `path` at `out` with some arrays changed (row, column) -> value."""
+    raw = dict(np.load(path))
+    for key, (index, value) in changes.items():
+        raw[key] = raw[key].copy()
+        raw[key][index] = value
+    np.savez(out, **raw)
+    return out
+
+
+def test_a_nan_on_a_touched_row_stops_every_command_that_reads_it(files, tmp_path, capsys):
+    touched = int(np.flatnonzero(np.load(files["events"])["touched"])[0])
+    bad = _with(files["events"], tmp_path / "nan.npz", post_velocity=((touched, 1), np.nan))
+    before = _digest(bad)
+    for argv in (["pretrain", "--data", bad, "--out", tmp_path / "run"],
+                 ["evaluate", "--model", files["model"], "--params", files["params"], "--real", bad],
+                 ["identify", "--model", files["model"], "--real", bad, "--out", tmp_path / "p.json"]):  # fmt: skip
+        _fails(argv, capsys, str(bad), f"row {touched} is touched but its 'post_velocity' is not finite")
+    inf = _with(files["events"], tmp_path / "inf.npz", strike=((2, 2), np.inf))
+    _fails(["predict", "--model", files["model"], "--params", files["params"], "--events", inf, "--out",
+            tmp_path / "p.npz"], capsys, "'strike' row 2 is not finite")  # fmt: skip
+    assert _digest(bad) == before and not (tmp_path / "run").exists() and not (tmp_path / "p.npz").exists()
+
+
+def test_non_finite_weights_are_refused_when_saved_and_when_loaded(files, tmp_path, capsys):
+    model = clashx.make_surrogate("square", key=jax.random.PRNGKey(0), width=8, depth=1)
+    broken = jax.tree.map(lambda x: x * np.nan if eqx_is_float(x) else x, model)
+    with pytest.raises(ValueError, match="non-finite weights"):
+        clashx.save_surrogate(tmp_path / "nan-model", broken)
+    assert not (tmp_path / "nan-model").exists()
+    run = _model_copy(files, tmp_path)
+    data = bytearray((run / "surrogate.eqx").read_bytes())
+    data[-4:] = np.array([np.nan], np.float32).tobytes()  # the last weight, as a bit-flip on disk would make it
+    (run / "surrogate.eqx").write_bytes(bytes(data))
+    _fails(["predict", "--model", run, "--params", files["params"], "--events", files["events"], "--out",
+            tmp_path / "p.npz"], capsys, "surrogate.eqx", "non-finite weights")  # fmt: skip
+
+
+def eqx_is_float(x) -> bool:
+    return hasattr(x, "dtype") and np.issubdtype(np.asarray(x).dtype, np.floating)
+
+
+def test_a_diverging_training_stops_with_the_fix(tmp_path):
+    model = {"w": jax.numpy.ones(3)}
+
+    def loss(m, batch):
+        return jax.numpy.sum(m["w"] * batch[0]) * np.nan
+
+    with pytest.raises(ValueError, match=r"training diverged in epoch 1 .*lower --lr"):
+        train_epochs(model, loss, (jax.numpy.ones((8, 3)),), key=jax.random.PRNGKey(0), epochs=2, batch_size=4,
+                     lr=1e-3, weight_decay=0.0, run=str(tmp_path / "run"))  # fmt: skip
+    assert not (tmp_path / "run" / "checkpoint.json").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["pretrain", "--lr", "nan"], "argument --lr: nan: expected a finite number > 0"),
+        (["pretrain", "--lr", "-1"], "argument --lr: -1"),
+        (["pretrain", "--epochs", "0"], "argument --epochs: 0"),
+        (["pretrain", "--val-fraction", "0.7"], "argument --val-fraction"),
+        (["finetune", "--pull", "-5"], "argument --pull: -5: expected a finite number >= 0"),
+        (["finetune", "--folds", "1"], "argument --folds: 1"),
+        (["finetune", "--lr", "inf"], "argument --lr: inf"),
+        (["evaluate", "--alpha", "1.5"], "argument --alpha: 1.5: expected a finite number > 0 and <= 1"),
+        (["generate", "--seed", "99999999999999999999"], "argument --seed: 99999999999999999999: a seed is a whole number from 0 to 4294967295"),
+        (["generate", "--seed", "-3"], "argument --seed"),
+        (["generate", "--chunk-size", "0"], "argument --chunk-size: 0"),
+        (["rollout", "--seconds", "nan"], "argument --seconds: nan"),
+        (["optimize", "--population", "1"], "argument --population: 1"),
+        (["train-policy", "--timesteps", "0"], "argument --timesteps: 0"),
+        (["train-policy", "--draws", "0"], "argument --draws: 0"),
+        (["plan", "--k", "0"], "argument --k: 0"),
+    ],
+)  # fmt: skip
+def test_numeric_flags_are_checked_for_range_and_finiteness(files, tmp_path, capsys, argv, words):
+    rest = {
+        "pretrain": ["--data", files["events"], "--out", tmp_path / "run"],
+        "finetune": ["--real", files["events"], "--params", files["params"], "--out", tmp_path / "run"],
+        "evaluate": ["--real", files["events"]],
+        "generate": ["--scene", "strike", "--shape", "square", "--n", "4", "--out", tmp_path / "e.npz"],
+        "rollout": ["--scene", "x.py:X", "--model", tmp_path],
+        "optimize": ["--shape", "square", "--target", "0.1,0,0"],
+        "train-policy": ["--route", "1", "--sim", "mujoco", "--params", files["params"], "--out", tmp_path / "pol"],
+        "plan": ["--shape", "square", "--out", tmp_path / "n.csv"],
+    }[argv[0]]
+    _fails([*argv, *rest], capsys, words)
+    assert os.listdir(tmp_path) == []
+
+
+def test_finetune_with_more_folds_than_events_is_refused(files, tmp_path, capsys):
+    _fails(["finetune", "--model", files["model"], "--params", files["params"], "--real", files["events"],
+            "--select", "0:6", "--folds", "99", "--out", tmp_path / "run"], capsys,
+           "--folds 99: more folds than the", "use --folds")  # fmt: skip
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_seed_past_32_bits_is_refused_by_the_library_too(tmp_path):
+    config = clashx.GenerateConfig(scene="strike", shape="square", n=4, seed=2**32, out=str(tmp_path / "e.npz"))
+    with pytest.raises(ValueError, match="a seed is a whole number from 0 to"):
+        clashx.generate(config)
+    assert os.listdir(tmp_path) == []  # no .parts
+
+
+def test_strikes_outside_the_training_ranges_are_counted_or_refused(files, tmp_path, capsys):
+    rows = np.flatnonzero(np.load(files["events"])["touched"])
+    far = _with(files["events"], tmp_path / "far.npz", strike=((rows[0], 2), 30.0))  # v_pre 30 m/s
+    argv = ["predict", "--model", files["model"], "--params", files["params"], "--events", far]
+    _fails([*argv, "--out", tmp_path / "p.npz"], capsys, str(far), f"row {rows[0]} has v_pre = 30 m/s",
+           "outside what the model was trained on (0.2 to 0.8 m/s", "--outside")  # fmt: skip
+    assert not (tmp_path / "p.npz").exists()
+    near = _with(files["events"], tmp_path / "near.npz", strike=((rows[:2], 2), 0.85))
+    assert _run([*argv[:-1], near, "--out", tmp_path / "p.npz"]) == 0
+    assert "warning: 2 of 16 events lie outside the strike ranges" in capsys.readouterr().err
+    assert _run([*argv, "--out", tmp_path / "p.npz", "--outside", "100"]) == 0  # the user's call
+
+
+def test_a_recording_in_millimetres_or_degrees_is_named(tmp_path, capsys):
+    rec = _recording([True, True])
+    rec["t_first_touch"] = np.full(2, 0.0)
+    rec["block_pose"] = np.tile(np.linspace(0, 1, 10)[:, None] * [0.05, 0.0, 0.5], (2, 1))  # 0.5 m/s, 5 rad/s
+    for what, scale, words in (("mm", [1000.0, 1000.0, 1.0], "in millimetres? (divide x, y by 1000)"),
+                               ("deg", [1.0, 1.0, 180 / np.pi], "in degrees? (yaw in radians)")):  # fmt: skip
+        path = tmp_path / f"{what}.npz"
+        np.savez(path, **(rec | {"block_pose": rec["block_pose"] * scale}))
+        _fails(["ingest", "--source", "strike-lab", "--input", path, "--out", tmp_path / "e.npz"], capsys,
+               str(path), "strike 0", words)  # fmt: skip
+    assert not (tmp_path / "e.npz").exists()
+
+
+@pytest.mark.parametrize(
+    "arrays, words",
+    [
+        ({}, "not a strike event file or recording (no 'shape' key"),
+        ({"x": np.zeros(3)}, "no 'shape' key"),
+        (
+            {"scene": np.array("cube-toss"), "shape": np.array("")},
+            "holds 'cube-toss' events; this command takes strike",
+        ),
+    ],
+)
+def test_empty_or_foreign_npz_files_are_named(files, tmp_path, capsys, arrays, words):
+    path = tmp_path / "odd.npz"
+    np.savez(path, **arrays)
+    for argv in (["evaluate", "--params", files["params"], "--real", path],
+                 ["identify", "--real", path, "--out", tmp_path / "p.json"],
+                 ["predict", "--params", files["params"], "--events", path, "--out", tmp_path / "p.npz"]):  # fmt: skip
+        _fails(argv, capsys, str(path), words)
+    assert sorted(os.listdir(tmp_path)) == ["odd.npz"]
+
+
+SCENE_FAULTS = {
+    "syntax": ("class Broken(:\n", "Broken", "SyntaxError at line 1"),
+    "init": ("{base}\nclass Broken(BallOnTable):\n    def __init__(self):\n        raise RuntimeError('no table here')\n",
+             "Broken", "Broken() raised RuntimeError: no table here"),
+    "shape": ("{base}\nclass Broken(BallOnTable):\n    def sample_launch(self, n, key):\n"
+              "        q, v = super().sample_launch(n, key)\n        return q[:, :2], v\n",
+              "Broken", "sample_launch(4, key) gave qpos (4, 2)"),
+    "nan": ("{base}\nclass Broken(BallOnTable):\n    def sample_launch(self, n, key):\n"
+            "        q, v = super().sample_launch(n, key)\n        return q, v * float('nan')\n",
+            "Broken", "sample_launch gave a non-finite state in row 0"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fault", SCENE_FAULTS)
+def test_a_faulty_scene_file_is_named_and_leaves_nothing_behind(tmp_path, capsys, fault):
+    text, cls, words = SCENE_FAULTS[fault]
+    scene = tmp_path / "scene.py"
+    base = f"import sys\nsys.path.insert(0, {os.path.dirname(BALL)!r})\nfrom ball_on_table import BallOnTable\n"
+    scene.write_text(text.format(base=base))
+    out = tmp_path / "e.npz"
+    _fails(["generate", "--scene", f"{scene}:{cls}", "--n", "4", "--chunk-size", "4", "--out", out], capsys, words)
+    assert sorted(os.listdir(tmp_path)) == ["scene.py"] or sorted(os.listdir(tmp_path)) == ["__pycache__", "scene.py"]
+
+
+def test_a_pair_select_names_file_rows_and_refuses_rows_without_an_impact(ball_events, tmp_path, capsys):
+    ev = ball_events["events"]
+    raw = dict(np.load(ev))
+    raw["touched"] = raw["touched"].copy()
+    raw["touched"][0] = False  # row 0 never touched: its states are unknown
+    for key in ("pre_state", "post_state"):
+        raw[key] = raw[key].copy()
+        raw[key][0] = np.nan
+    raw["t_impact"] = raw["t_impact"].copy()
+    raw["t_impact"][0] = np.nan
+    missed = tmp_path / "missed.npz"
+    np.savez(missed, **raw)
+    argv = ["identify", "--scene", ball_events["spec"], "--model", ball_events["model"], "--real", missed]
+    _fails([*argv, "--select", "0:6", "--out", tmp_path / "p.json"], capsys, "row 0 has no impact",
+           "leave it out of --select", "rows with one: 1:16")  # fmt: skip
+    assert _run([*argv, "--select", "1:7", "--out", tmp_path / "p.json"]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["rows"] == [1, 2, 3, 4, 5, 6]
+    nan = _with(ev, tmp_path / "nan.npz", pre_state=((3, 0), np.nan))  # touched, yet a state unknown
+    _fails([*argv[:-1], nan, "--select", "0:6", "--out", tmp_path / "q.json"], capsys,
+           "row 3 is touched but its 'pre_state' is not finite")  # fmt: skip
+
+
+def test_predict_takes_a_scene(ball_events, tmp_path, capsys):
+    out = tmp_path / "pred.npz"
+    argv = [
+        "predict",
+        "--scene",
+        ball_events["spec"],
+        "--model",
+        ball_events["model"],
+        "--events",
+        ball_events["events"],
+    ]
+    assert _run([*argv, "--out", out]) == 0
+    with np.load(out) as z, np.load(ball_events["events"]) as ev:
+        assert z["post_state"].shape == ev["post_state"].shape
+        np.testing.assert_array_equal(np.isfinite(z["post_state"]).all(1), ev["touched"])
+
+
+def test_pretrain_refuses_to_resume_on_changed_data(files, tmp_path, capsys):
+    data = tmp_path / "data.npz"
+    data.write_bytes(_digest(files["events"]))
+    argv = ["pretrain", "--data", data, "--out", tmp_path / "run", "--epochs", "2", "--batch-size", "8",
+            "--width", "8", "--depth", "1", "--val-fraction", "0.2"]  # fmt: skip
+    config = clashx.PretrainConfig(
+        data=str(data), out=str(tmp_path / "run"), epochs=2, batch_size=8, width=8, depth=1, val_fraction=0.2
+    )
+
+    def killed(done, total, metrics):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        clashx.pretrain(config, progress=killed)
+    rows = np.flatnonzero(np.load(data)["touched"])
+    _with(files["events"], data, post_velocity=((rows[0], 0), 0.123))  # the same name, other contents
+    _fails(argv, capsys, "holds a training run with other settings", "the contents of --data (SHA-256)")
+
+
+def test_demo_with_no_shapes_is_refused(tmp_path, capsys):
+    _fails(["demo", "--shapes", " , ", "--out", tmp_path / "demo"], capsys, "--shapes", "names no block shape")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_policy_for_the_semi_cylinder_refuses_a_square_s_parameters(files, tmp_path, capsys):
+    _fails(["train-policy", "--route", "1", "--sim", "mujoco", "--params", files["params"], "--draws", "1",
+            "--out", tmp_path / "pol", "--timesteps", "10"], capsys,
+           "identified for the 'square' block; the model is for 'semi-cylinder'")  # fmt: skip
+
+
+def test_ppo_records_the_steps_it_will_run(capsys):
+    config = PPOConfig(timesteps=1000)
+    assert config.total_steps() > config.timesteps  # whole updates: the CLI prints both, policy.json keeps both

@@ -1,6 +1,12 @@
 """Shared foundations: array types, parameter spaces, the MuJoCo C batch helper, MJX import, engine choice, model-folder I/O, sharding."""
 
 from . import _batch as batch  # noqa: F401  (a namespace: clashx.core.batch)
+from ._checks import check_finite_model as check_finite_model
+from ._checks import check_outputs_apart as check_outputs_apart
+from ._checks import check_seed as check_seed
+from ._checks import command_line as command_line
+from ._checks import nonfinite_leaves as nonfinite_leaves
+from ._checks import output_lock as output_lock
 from ._engine import resolve_engine as resolve_engine
 from ._io import check_output as check_output
 from ._io import check_space as check_space

@@ -11,6 +11,8 @@ from typing import Any
 import equinox as eqx
 import jax
 
+from ._checks import check_finite_model
+
 
 def write_json(path: str, obj) -> None:
     """Write JSON so that `path` holds the old content or the whole new one, never a part."""
@@ -77,6 +79,7 @@ def save_model(run_dir: str | os.PathLike, model, meta: dict, model_file: str, m
     The weights go first: a reader that finds the metadata finds weights beside it.
     """
     run_dir = os.fspath(run_dir)
+    check_finite_model(model, run_dir, "nothing was written; the training diverged: lower --lr and train again")
     os.makedirs(run_dir, exist_ok=True)
     tmp = os.path.join(run_dir, model_file + ".tmp")
     eqx.tree_serialise_leaves(tmp, model)
@@ -145,6 +148,7 @@ def load_model_leaves(
         raise ValueError(_load_error(path, meta_file, retrain, str(e))) from None
     if trailing:
         raise ValueError(_load_error(path, meta_file, retrain, "bytes left over"))
+    check_finite_model(model, path, f"the model is unusable; {retrain}")
     return model
 
 

@@ -98,6 +98,12 @@ NAN_ALLOWED = {
     "cube-toss": {"params"},
     "pair": {"pre_state", "post_state", "t_impact", "params"},
 }
+# Columns a touched row must know (NaN only where the pair never touched), by scene.
+KNOWN_IF_TOUCHED = {
+    "strike": ("post_velocity", "t_touch"),
+    "cube-toss": (),
+    "pair": ("pre_state", "post_state", "t_impact"),
+}
 # Columns that older files (or a user's) may lack: read as NaN.  A tail of -1 is any width.
 OPTIONAL = {"strike": {"release_pose", "post_velocity_std"}, "cube-toss": {"impact"}, "pair": set()}
 
@@ -147,6 +153,14 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
         else:
             arr = arr.astype(np.int64)
         out[key] = arr
+    for key in KNOWN_IF_TOUCHED[scene]:
+        unknown = out["touched"] & ~np.isfinite(out[key].reshape(len(out[key]), -1)).all(1)
+        if unknown.any():
+            row = int(np.argmax(unknown))
+            raise EventFileError(
+                f"{where}: row {row} is touched but its {key!r} is not finite ({out[key][row]}); fix that event, "
+                "remove it, or mark it untouched (touched = False) if the pair never met"
+            )
     for key in ("format", "scene", "shape", "source"):
         out[key] = np.asarray(str(events.get(key, FORMAT if key == "format" else "")))
     meta = events.get("meta", "{}")

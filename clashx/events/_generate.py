@@ -25,7 +25,7 @@ from importlib import metadata
 import jax
 import numpy as np
 
-from ..core import describe_changes, resolve_engine, write_json
+from ..core import check_seed, describe_changes, resolve_engine, write_json
 from ..scenes import AbstractImpactScene, make_scene
 from ..scenes import geometry as geo
 from ..scenes import sample_strikes as sample_strikes
@@ -135,10 +135,26 @@ def generate(
     report = report or (lambda line: None)
     scene = make_scene(config.scene, config.shape)
     manifest = _manifest(config, scene)
+    root = jax.random.PRNGKey(check_seed(config.seed))
     parts = config.out + ".parts"
     _open_parts(parts, manifest, report)
+    try:
+        events = _chunks(scene, config, parts, root, progress, report)
+    except BaseException:
+        if not glob.glob(os.path.join(parts, "chunk-*.npz")):  # nothing to resume: leave nothing behind
+            shutil.rmtree(parts, ignore_errors=True)
+        raise
+    if "toss_id" in events:  # chunks number their tosses from 0: number the file's
+        events["toss_id"] = np.arange(config.n)
+    events["meta"] = json.dumps(manifest)
+    _events.save_events(config.out, events)
+    shutil.rmtree(parts)
+    return manifest
+
+
+def _chunks(scene, config: GenerateConfig, parts: str, root, progress, report) -> dict:
+    """Every chunk of the run, read from `parts` where finished, else simulated and saved there; joined."""
     n_chunks = -(-config.n // config.chunk_size)
-    root = jax.random.PRNGKey(config.seed)
     chunks = []
     for i in range(n_chunks):
         path = os.path.join(parts, f"chunk-{i:05d}.npz")
@@ -153,13 +169,7 @@ def generate(
         chunks.append(events)
         if progress is not None:
             progress(min((i + 1) * config.chunk_size, config.n), config.n)
-    events = _events.concat(chunks)
-    if "toss_id" in events:  # chunks number their tosses from 0: number the file's
-        events["toss_id"] = np.arange(config.n)
-    events["meta"] = json.dumps(manifest)
-    _events.save_events(config.out, events)
-    shutil.rmtree(parts)
-    return manifest
+    return _events.concat(chunks)
 
 
 def _open_parts(parts: str, manifest: dict, report: Callable[[str], None]) -> None:

@@ -14,6 +14,11 @@ import numpy as np
 from ..scenes import SHAPES, STRIKE_NAMES, STRIKE_RANGES
 from ._events import EventFileError
 
+# The scene's physical scale (SCENE.md): strikes of at most 0.8 m/s send the block off at under 2 m/s, within a
+# few metres of the origin.  A track past these bounds is in other units (millimetres, degrees), not a faster lab.
+MAX_POSITION = 10.0  # m from the origin
+MAX_SPEED = 10.0  # m/s between consecutive samples (lab A: 0.94 at most)
+MAX_SPIN = 100.0  # rad/s between consecutive samples (lab A: 10 at most; the same track in degrees: 570)
 RELEASE_AFTER = 0.02  # s from first touch to the arm pulling the striker away (SCENE.md)
 MIN_SLIDE_SAMPLES = 4  # samples at or after release that a touched strike needs
 REQUIRED_KEYS = ("offsets", "t", "block_pose", "strike", "touched", "t_first_touch", "shape")
@@ -73,6 +78,7 @@ def check_recording(raw: dict[str, Any], where: str) -> tuple[str, np.ndarray]:
     if len(late):
         k = int(late[0]) + 1
         raise fail(f"strike {row_of(k)}: 't' does not increase at sample {k} ({t[k - 1]}, {t[k]}); sort the track")
+    _check_units(np.asarray(raw["block_pose"], dtype=np.float64), t, offsets, row_of, fail)
     strike = np.asarray(raw["strike"], dtype=np.float64)
     for j, name in enumerate(STRIKE_NAMES):
         lo, hi = STRIKE_RANGES[name]
@@ -100,3 +106,27 @@ def check_recording(raw: dict[str, Any], where: str) -> tuple[str, np.ndarray]:
     if "mocap_hz" in raw and not float(np.asarray(raw["mocap_hz"])) > 0:
         raise fail(f"'mocap_hz' is {np.asarray(raw['mocap_hz'])}; expected the capture rate in Hz")
     return shape, offsets.astype(np.int64)
+
+
+def _check_units(pose: np.ndarray, t: np.ndarray, offsets: np.ndarray, row_of, fail) -> None:
+    """Raise (via `fail`) if the block's track is far beyond the scene's scale: positions in mm or yaw in degrees."""
+    far = np.abs(pose[:, :2]).max(1) > MAX_POSITION
+    if far.any():
+        k = int(np.argmax(far))
+        raise fail(
+            f"strike {row_of(k)}: 'block_pose' sample {k} is at {pose[k, :2]} m, farther than {MAX_POSITION:g} m "
+            "from the origin; clashx reads metres and radians: is the recording in millimetres? (divide x, y by 1000)"
+        )
+    dt = np.diff(t)
+    same = np.isin(np.arange(1, len(t)), offsets, invert=True) & (dt > 0)  # consecutive samples of one strike
+    speed = np.linalg.norm(np.diff(pose[:, :2], axis=0), axis=1) / np.where(same, dt, np.inf)
+    turn = (np.diff(pose[:, 2]) + math.pi) % (2 * math.pi) - math.pi  # a yaw that wraps at ±π is no spin
+    spin = np.abs(turn) / np.where(same, dt, np.inf)
+    for value, limit, unit, fix in ((speed, MAX_SPEED, "m/s", "millimetres? (divide x, y by 1000)"),
+                                    (spin, MAX_SPIN, "rad/s", "degrees? (yaw in radians)")):  # fmt: skip
+        if (value > limit).any():
+            k = int(np.argmax(value > limit)) + 1
+            raise fail(
+                f"strike {row_of(k)}: the block moves at {value[k - 1]:.0f} {unit} at sample {k}, beyond the "
+                f"{limit:g} {unit} any strike gives (SCENE.md); is the recording in {fix}"
+            )

@@ -12,6 +12,7 @@ beats the pretrained model, nothing changes, and the report says so.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TypeVar
 
 import equinox as eqx
@@ -52,9 +53,14 @@ class FinetuneConfig:
     scope: str = "head"
 
     def __post_init__(self):
-        if self.folds < 2 or self.max_steps < 0 or not self.lr > 0:
+        if self.folds < 2 or self.max_steps < 0 or not 0 < self.lr < math.inf:
             raise ValueError(
-                f"fine-tuning needs folds >= 2, max_steps >= 0 and lr > 0 (got {self.folds}, {self.max_steps}, {self.lr})"
+                f"fine-tuning needs --folds >= 2, --max-steps >= 0 and a finite --lr > 0 "
+                f"(got {self.folds}, {self.max_steps}, {self.lr})"
+            )
+        if not 0 <= self.pull < math.inf:
+            raise ValueError(
+                f"--pull {self.pull}: the weight of the pull toward the pretrained model is finite and >= 0"
             )
         if self.scope not in ("head", "affine", "all"):
             raise ValueError(f"fine-tuning scope {self.scope!r}: expected 'head', 'affine' or 'all'")
@@ -112,7 +118,11 @@ def cv_folds(key: PRNGKeyArray, n: int, config: FinetuneConfig, *, what: str) ->
     """The fold of each of `n` real `what` (at most one fold per event) and the config with that many folds."""
     if n < 2:
         raise ValueError(f"fine-tuning needs at least 2 {what} to cross-validate, got {n}")
-    config = dataclasses.replace(config, folds=min(config.folds, n))
+    if config.folds > n:
+        raise ValueError(
+            f"--folds {config.folds}: more folds than the {n} {what} to fine-tune on (each fold holds out at least "
+            f"one); use --folds {n} or fewer"
+        )
     return config, jnp.asarray(np.asarray(jax.random.permutation(key, n)) % config.folds)
 
 

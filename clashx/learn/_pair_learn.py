@@ -28,13 +28,17 @@ from ._train import train_on_targets
 SPEED_FLOOR = 0.05  # m/s (or rad/s): the relative error's denominator is at least this
 
 
-def load_pair_events(path: str, scene: PairScene, *, simulated: bool = False) -> dict:
+def load_pair_events(
+    path: str, scene: PairScene, *, simulated: bool = False, select: Callable[[int], np.ndarray] | None = None
+) -> dict:
     """The touched events of `scene` in an event file, checked against the scene.
 
     Args:
         path: a "pair" event file (`clashx generate --scene ...`, or your own recordings).
         scene: the scene they must be of (name and pair-state size).
         simulated: require known parameters (pretraining data).
+        select: `select(n)` -> the file's rows to use, of its n (default: every touched row); a
+            selected row without a touch is an error, never skipped.
 
     Returns:
         {"pre", "post", "params", "rows"}: the touched rows' states, parameters and row numbers.
@@ -48,13 +52,35 @@ def load_pair_events(path: str, scene: PairScene, *, simulated: bool = False) ->
     d = scene.joints.size
     if ev["pre_state"].shape[1] != d:
         raise EventFileError(f"{path}: pair states of size {ev['pre_state'].shape[1]}; scene {scene.name!r} has {d}")
-    rows = np.flatnonzero(ev["touched"] & np.isfinite(ev["post_state"]).all(1))
+    usable = ev["touched"] & np.isfinite(ev["post_state"]).all(1)
+    if select is None:
+        rows = np.flatnonzero(usable)
+    else:
+        rows = np.asarray(select(len(usable)))
+        missed = rows[~usable[rows]]
+        if len(missed):
+            raise EventFileError(
+                f"{path}: row {int(missed[0])} has no impact (touched is False); leave it out of --select "
+                f"(rows with one: {_ranges(np.flatnonzero(usable))})"
+            )
     if not len(rows):
         raise EventFileError(f"{path}: no event with a touch; nothing to learn from")
     params = ev["params"][rows]
     if simulated and (params.shape[1] != scene.space.size or not np.isfinite(params).all()):
         raise EventFileError(f"{path}: pretraining needs simulated events with the {scene.space.size} parameters known")
     return {"pre": ev["pre_state"][rows], "post": ev["post_state"][rows], "params": params, "rows": rows}
+
+
+def _ranges(rows: np.ndarray) -> str:
+    """Row numbers as short ranges: "0:4, 6, 9:12" (slices, end exclusive)."""
+    parts, start = [], None
+    for i, r in enumerate(rows):
+        if start is None:
+            start = r
+        if i + 1 == len(rows) or rows[i + 1] != r + 1:
+            parts.append(str(start) if r == start else f"{start}:{r + 1}")
+            start = None
+    return ", ".join(parts[:8]) + (", ..." if len(parts) > 8 else "")
 
 
 @eqx.filter_jit

@@ -16,6 +16,7 @@ event is also used as its mirror image (`clashx.surrogate._strike_surrogate.mirr
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 
@@ -28,7 +29,7 @@ from ..core import ParamSpace, write_json
 from ..events import load_events, relative_error
 from ..scenes import geometry as geo
 from ..surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
-from ._train import split_indices, train_epochs
+from ._train import files_sha256, split_indices, train_epochs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +60,13 @@ class PretrainConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ValueError("--epochs and --batch-size must be positive")
+        if self.epochs < 1 or self.batch_size < 1 or self.width < 1 or self.depth < 1:
+            raise ValueError(
+                f"--epochs, --batch-size, --width and --depth must be positive "
+                f"(got {self.epochs}, {self.batch_size}, {self.width}, {self.depth})"
+            )
+        if not 0 < self.lr < math.inf:
+            raise ValueError(f"--lr {self.lr}: the learning rate must be a finite number > 0 (default 2e-3)")
         if not 0.0 < self.val_fraction < 0.5:
             raise ValueError(f"--val-fraction {self.val_fraction}: expected a share in (0, 0.5)")
 
@@ -114,7 +120,10 @@ def _release_batched(model, strikes, params):
 
 
 # The flag that sets each PretrainConfig field, for naming what differs from an interrupted run.
-FLAGS = {k: "--" + k.replace("_", "-") for k in PretrainConfig.__dataclass_fields__}
+FLAGS = {k: "--" + k.replace("_", "-") for k in PretrainConfig.__dataclass_fields__} | {
+    "data_sha256": "the contents of --data (SHA-256)",
+    "train_sha256": "the training rows (SHA-256)",
+}
 
 
 def pretrain(
@@ -161,10 +170,12 @@ def pretrain(
     model, history = train_epochs(
         model, batch_loss, (s_tr, p_tr, v_tr), key=k_shuffle, epochs=config.epochs, batch_size=config.batch_size,
         lr=config.lr, weight_decay=config.weight_decay, evaluate=evaluate, run=run,
-        run_config=dataclasses.asdict(config), flags=FLAGS, progress=progress, report=report,
+        run_config=dataclasses.asdict(config) | {"data_sha256": files_sha256(config.data)}, flags=FLAGS, progress=progress, report=report,
     )  # fmt: skip
     final = validation_report(model, strikes[val], params[val], vel[val])
     result = {"validation": final, "n_train_events": int(len(train)), "n_val_events": int(len(val)), "history": history}
-    save_surrogate(run, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
+    ranges = {k: [float(strikes[:, j].min()), float(strikes[:, j].max())] for j, k in enumerate(geo.STRIKE_NAMES)}
+    extra = {"pretrain": dataclasses.asdict(config), "validation": final, "input_ranges": ranges}
+    save_surrogate(run, model, extra=extra)
     write_json(os.path.join(run, "metrics.json"), result)
     return result

@@ -9,6 +9,7 @@ which weights train and what they report after an epoch.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -21,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core import PRNGKeyArray, describe_changes, load_model_leaves, shard_batch, write_json
+from ..core import PRNGKeyArray, describe_changes, load_model_leaves, nonfinite_leaves, shard_batch, write_json
 
 
 def split_indices(n: int, fraction: float, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,6 +107,7 @@ def train_epochs(
     opt_state = opt.init(eqx.filter(model, spec))
     start_epoch, history = 0, []
     run_config = json.loads(json.dumps(run_config or {}))  # as the checkpoint holds it (tuples become lists)
+    run_config["train_sha256"] = data_fingerprint(data)  # a resume on other training rows is refused
     ckpt_meta = ""
     if run is not None:
         os.makedirs(run, exist_ok=True)
@@ -136,6 +138,12 @@ def train_epochs(
             model, opt_state, loss = step(model, opt_state, batch)
             losses.append(loss)
         metrics = {"epoch": epoch + 1, "train_loss": float(jnp.mean(jnp.stack(losses)))}
+        if not np.isfinite(metrics["train_loss"]) or nonfinite_leaves(model):
+            kept = f"; {run} keeps epoch {epoch} to resume from" if run is not None and epoch else ""
+            raise ValueError(
+                f"training diverged in epoch {epoch + 1} (mean loss {metrics['train_loss']}, or non-finite weights): "
+                f"lower --lr (now {lr:g}) and start again{kept}"
+            )
         metrics |= evaluate(model) if evaluate is not None else {}
         metrics["elapsed_s"] = time.perf_counter() - t0
         history.append(metrics)
@@ -144,6 +152,26 @@ def train_epochs(
         if progress is not None:
             progress(epoch + 1, epochs, metrics)
     return model, history
+
+
+def data_fingerprint(data: tuple) -> str:
+    """SHA-256 of the training arrays' shapes and bytes: a resumed run must train on the same data."""
+    h = hashlib.sha256()
+    for a in data:
+        a = np.ascontiguousarray(np.asarray(a))
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def files_sha256(paths: str | tuple[str, ...]) -> str:
+    """SHA-256 of the contents of one file or several in order: a resumed run must read the same `--data`."""
+    h = hashlib.sha256()
+    for path in (paths,) if isinstance(paths, str) else paths:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
 
 
 def normalised_loss(model, inputs, params, targets, reference) -> jax.Array:
@@ -205,7 +233,7 @@ def train_on_targets(
         trainable=spec,
         evaluate=lambda m: {"val_loss": float(val_loss(m, x_va, p_va, y_va, initial))},
         run=config.out,
-        run_config=dataclasses.asdict(config),
+        run_config=dataclasses.asdict(config) | {"data_sha256": files_sha256(config.data)},
         flags=flags,
         progress=progress,
         report=report,

@@ -193,7 +193,8 @@ def train_policy(
         _, params, _ = _run_ppo(env, config, on_eval)
     wall = time.perf_counter() - t0
     info = {
-        "env_steps": int(curve[-1][0]) if curve else 0,
+        "env_steps": int(curve[-1][0]) if curve else 0,  # what ran: --timesteps rounded up to whole PPO updates
+        "timesteps_requested": config.timesteps,
         "wall_s": wall,
         "first_eval_s": first[0] if first else 0,
         "sim_success": last.get("success", float("nan")),  # brax's last evaluation, in the training simulator
@@ -239,7 +240,12 @@ def save_policy(policy: Policy, out: str) -> None:
     os.makedirs(out, exist_ok=True)
     leaves = jax.tree.leaves(policy.params)
     arrays: dict[str, Any] = {f"leaf_{i:03d}": np.asarray(x) for i, x in enumerate(leaves)}
-    np.savez(os.path.join(out, "policy.npz"), **arrays)
+    bad = [k for k, x in arrays.items() if np.issubdtype(x.dtype, np.inexact) and not np.isfinite(x).all()]
+    if bad:
+        raise ValueError(f"{out}: the trained policy has non-finite weights ({bad[:3]}); nothing was written")
+    tmp = os.path.join(out, "policy.tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, os.path.join(out, "policy.npz"))
     meta = {
         "route": policy.route,
         "simulator": policy.simulator,

@@ -494,7 +494,11 @@ def load_scene(spec: str) -> PairScene:
             assert loader is not None and loader.loader is not None
             module = importlib.util.module_from_spec(loader)
             sys.modules[name] = module
-            loader.loader.exec_module(module)
+            try:
+                loader.loader.exec_module(module)
+            except Exception as e:  # the user's file: a SyntaxError, an import inside it, anything it raises
+                del sys.modules[name]
+                raise ValueError(f"--scene {spec!r}: {where} failed to load: {_user_error(e)}; fix the file") from None
     else:
         try:
             module = importlib.import_module(where)
@@ -503,7 +507,21 @@ def load_scene(spec: str) -> PairScene:
                 f"--scene {spec!r}: cannot import {where!r} ({e}); run from its folder, add it to PYTHONPATH, "
                 "or give the file: path/to/file.py:CLASS"
             ) from None
+        except Exception as e:
+            raise ValueError(f"--scene {spec!r}: module {where} failed to load: {_user_error(e)}; fix it") from None
     cls = getattr(module, cls_name, None)
     if not (inspect.isclass(cls) and issubclass(cls, PairScene)):
         raise ValueError(f"--scene {spec!r}: {where} has no PairScene subclass named {cls_name!r}")
-    return cls()
+    try:
+        return cls()
+    except ValueError as e:  # the checks PairScene makes at load name the scene and the fix
+        raise ValueError(f"--scene {spec!r}: {e}") from None
+    except Exception as e:  # the scene's own __init__
+        raise ValueError(f"--scene {spec!r}: {cls_name}() raised {_user_error(e)}") from None
+
+
+def _user_error(e: Exception) -> str:
+    """A user code's exception as one line: its kind, message and, for a SyntaxError, the line."""
+    if isinstance(e, SyntaxError):
+        return f"SyntaxError at line {e.lineno}: {e.msg}"
+    return f"{type(e).__name__}: {e}"

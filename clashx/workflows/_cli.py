@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
 import time
 
-from ..core import check_output
+from ..core import check_output, check_outputs_apart, check_seed, command_line, output_lock
 from ..events import GenerateConfig, generate, ingest_cube_tosses, ingest_strike_file, n_events, read_npz, save_events
 from ..hybrid import ingest_by_simulation
 from ..learn import FinetuneConfig, PretrainConfig, pretrain, pretrain_pair
@@ -21,6 +22,7 @@ from ._plan_cmd import cmd_plan
 from ._progress import ProgressBar
 from ._push_cmd import cmd_train_policy
 from ._strike_workflow import (
+    OUTSIDE,
     parse_pose,
     read_param_file,
     run_evaluate,
@@ -32,6 +34,42 @@ from ._strike_workflow import (
 )
 
 POSE_FLAGS = ("--start", "--target")
+# The flags whose paths a command reads, and those it writes: an output that is an input is refused,
+# and each output is locked while the command writes it (`clashx.core.output_lock`).
+INPUT_FLAGS = ("data", "real", "params", "model", "events", "input", "done", "ran")
+OUTPUT_FLAGS = ("out", "json", "plot")
+
+
+def _number(kind, low: float, high: float = math.inf, *, low_open: bool = False, what: str = ""):
+    """An argparse type: a finite `kind` in [low, high] (or (low, high] with `low_open`); the message says the range."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'a whole number' if kind is int else 'a number'}"
+            ) from None
+        too_low = value <= low if low_open else value < low
+        if not math.isfinite(value) or too_low or value > high:
+            bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if high < math.inf else "")
+            raise argparse.ArgumentTypeError(f"{text}: expected a finite number {bound}{what}")
+        return value
+
+    return parse
+
+
+def _seed(text: str) -> int:
+    """An argparse type: a seed in [0, 2**32)."""
+    try:
+        return check_seed(int(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--seed ")) from None
+
+
+POSITIVE = _number(int, 1)
+POSITIVE_FLOAT = _number(float, 0.0, low_open=True)
+LEARNING_RATE = _number(float, 0.0, 1.0, low_open=True, what=" (a learning rate, e.g. 1e-3)")
 SCENE_HELP = "MODULE:CLASS or path/to/file.py:CLASS of a clashx.PairScene (README: Your own scene)"
 
 
@@ -113,7 +151,8 @@ def _cmd_identify(a: argparse.Namespace) -> int:
         return _cmd_pair(a)
 
     check_output(a.out, "--out")
-    r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
+    r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts, outside=a.outside)
+    _warn_outside(r["outside_training_ranges"], len(r["rows"]), "strikes")
     if "stages" in r:
         g = r["stages"]["ground"]
         print(f"ground (slides): mu2 = {g['mu2']:.4f} ± {g['mu2_std']:.4f} ({g['from']})")
@@ -142,7 +181,8 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
     for path, flag in ((a.json, "--json"), (plot, "--plot" if a.plot else "--json (its .png)")):
         if path:
             check_output(path, flag)
-    r = run_evaluate(a.model, a.real, a.alpha, params_path=a.params, select=a.select, plot=plot)
+    r = run_evaluate(a.model, a.real, a.alpha, params_path=a.params, select=a.select, plot=plot, outside=a.outside)
+    _warn_outside(r["outside_training_ranges"], r["n_events"], "events")
     print(
         f"α={a.alpha}: accuracy {r['alpha_accuracy']:.3f} on {r['n_events']} events (median relative error {r['median_rel_err']:.3f})"
     )
@@ -151,6 +191,26 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
     if a.json:
         write_json(a.json, r)
     return 0
+
+
+def _warn_outside(count: int, n: int, what: str) -> None:
+    """A warning line (stderr) when some inputs lie outside the ranges the model was trained on."""
+    if count:
+        print(
+            f"warning: {count} of {n} {what} lie outside the strike ranges the model was trained on; its predictions "
+            "there are extrapolations (see --outside)",
+            file=sys.stderr,
+        )
+
+
+def _outside_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--outside",
+        type=_number(float, 0.0),
+        default=OUTSIDE,
+        help="strikes outside the ranges the model was trained on are counted in a warning; one further out than "
+        f"this many range widths is an error (default {OUTSIDE})",
+    )
 
 
 def _cmd_pair(a: argparse.Namespace) -> int:
@@ -169,10 +229,13 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
 
 def _cmd_predict(a: argparse.Namespace) -> int:
+    if a.scene:
+        return _cmd_pair(a)
 
     check_output(a.out, "--out", suffix=".npz")
-    n = run_predict(a.model, a.params, a.events, a.out)
-    print(f"{n} predictions -> {a.out}")
+    r = run_predict(a.model, a.params, a.events, a.out, outside=a.outside)
+    _warn_outside(r["outside_training_ranges"], r["n"], "events")
+    print(f"{r['n']} predictions -> {a.out}")
     return 0
 
 
@@ -205,6 +268,8 @@ def _cmd_optimize(a: argparse.Namespace) -> int:
 def _cmd_demo(a: argparse.Namespace) -> int:
 
     shapes = tuple(s.strip() for s in a.shapes.split(",") if s.strip())
+    if not shapes:
+        raise ValueError(f"--shapes {a.shapes!r} names no block shape; give some of {','.join(geo.SHAPES)}")
     for shape in shapes:
         geo.check_shape(shape)
     check_output(a.out, "--out", folder=True)
@@ -237,10 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="simulate collisions over the prior and write an event file")
     g.add_argument("--scene", required=True, help=f"strike, cube-toss, or your own: {SCENE_HELP}")
     g.add_argument("--shape", choices=geo.SHAPES, help="block shape (strike scene)")
-    g.add_argument("--n", type=int, required=True, help="number of events")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--n", type=POSITIVE, required=True, help="number of events")
+    g.add_argument("--seed", type=_seed, default=0)
     g.add_argument("--out", required=True, help="output event file (.npz); OUT.parts/ holds chunks until done")
-    g.add_argument("--chunk-size", type=int, default=1024, help="events per saved chunk (default 1024)")
+    g.add_argument("--chunk-size", type=POSITIVE, default=1024, help="events per saved chunk (default 1024)")
     _engine_flag(
         g, "c", "mjx", "c: MuJoCo C on all CPU cores; mjx: jit+vmap on the JAX device; kept in the file's metadata"
     )
@@ -270,13 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pretrain", help="train the surrogate on generated collisions")
     p.add_argument("--data", required=True, help="event file from `clashx generate --scene strike`")
     p.add_argument("--out", required=True, help="run folder (resumes a killed run with the same flags)")
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--width", type=int, default=256)
-    p.add_argument("--depth", type=int, default=4)
-    p.add_argument("--val-fraction", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=POSITIVE, default=30)
+    p.add_argument("--batch-size", type=POSITIVE, default=1024)
+    p.add_argument("--lr", type=LEARNING_RATE, default=2e-3)
+    p.add_argument("--width", type=POSITIVE, default=256)
+    p.add_argument("--depth", type=POSITIVE, default=4)
+    p.add_argument("--val-fraction", type=_number(float, 0.0, 0.5, low_open=True), default=0.05)
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--json", help="write the validation metrics here")
     _scene_flag(p)
     p.set_defaults(func=_cmd_pretrain)
@@ -289,8 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
         q, "strike recording (tracks) or event file (e.g. from `clashx ingest`)", "rows to fit on: 0:10 or 0,4,9"
     )
     q.add_argument("--out", required=True, help="PARAMS.json to write")
-    q.add_argument("--starts", type=int, default=16, help="starting points optimised together (default 16)")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--starts", type=POSITIVE, default=16, help="starting points optimised together (default 16)")
+    q.add_argument("--seed", type=_seed, default=0)
+    _outside_flag(q)
     _scene_flag(q)
     q.set_defaults(func=_cmd_identify)
 
@@ -301,17 +367,19 @@ def build_parser() -> argparse.ArgumentParser:
     _real_data_args(f, "strike recording (tracks) or event file", "rows to fine-tune on")
     f.add_argument("--params", required=True, help="PARAMS.json from `clashx identify`")
     f.add_argument("--out", required=True, help="run folder of the fine-tuned surrogate")
-    f.add_argument("--lr", type=float, default=3e-4)
-    f.add_argument("--max-steps", type=int, default=200)
-    f.add_argument("--folds", type=int, default=5)
-    f.add_argument("--pull", type=float, default=1e-3, help="weight of the L2 pull toward the pretrained weights")
+    f.add_argument("--lr", type=LEARNING_RATE, default=3e-4)
+    f.add_argument("--max-steps", type=_number(int, 0), default=200)
+    f.add_argument("--folds", type=_number(int, 2, what=" (and at most the number of events)"), default=5)
+    f.add_argument(
+        "--pull", type=_number(float, 0.0), default=1e-3, help="weight of the L2 pull toward the pretrained weights"
+    )
     f.add_argument(
         "--scope",
         choices=("head", "affine", "all"),
         default="head",
         help="which weights move (default head: the last layer and the output scales)",
     )
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--seed", type=_seed, default=0)
     _scene_flag(f)
     f.set_defaults(func=_cmd_finetune)
 
@@ -320,9 +388,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--real", required=True)
     e.add_argument("--params", help="PARAMS.json (default: the parameters a fine-tuned run was trained with)")
     e.add_argument("--select", help="rows to score (default: all)")
-    e.add_argument("--alpha", type=float, default=0.1)
+    e.add_argument(
+        "--alpha",
+        type=_number(float, 0.0, 1.0, low_open=True, what=" (a relative error: 0.1 is 10 %)"),
+        default=0.1,
+        help="score the fraction of events predicted within α relative error, 0 < α <= 1 (default 0.1)",
+    )
     e.add_argument("--json", help="write the result here (and the α-curve beside it as .png)")
     e.add_argument("--plot", help="α-curve PNG path")
+    _outside_flag(e)
     _scene_flag(e)
     e.set_defaults(func=_cmd_evaluate)
 
@@ -332,9 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--scene", required=True, help=SCENE_HELP)
     h.add_argument("--model", required=True, help="run folder of `clashx pretrain --scene` (or finetune)")
     h.add_argument("--params", help="PARAMS.json (default: parameters drawn from the prior, one per world)")
-    h.add_argument("--n", type=int, default=64, help="worlds (default 64)")
-    h.add_argument("--seed", type=int, default=1, help="seed of the launches (default 1; generation's default is 0)")
-    h.add_argument("--seconds", type=float, default=2.0, help="at most this long; stops once every world rests")
+    h.add_argument("--n", type=POSITIVE, default=64, help="worlds (default 64)")
+    h.add_argument("--seed", type=_seed, default=1, help="seed of the launches (default 1; generation's default is 0)")
+    h.add_argument(
+        "--seconds", type=POSITIVE_FLOAT, default=2.0, help="at most this long; stops once every world rests"
+    )
     _engine_flag(h, "cpu-hybrid", "mjx-hybrid", "cpu-hybrid: the rule between MuJoCo C steps; mjx-hybrid: one jit")
     h.add_argument("--json", help="write the scores and timings here")
     h.set_defaults(func=_cmd_pair)
@@ -343,7 +419,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", help="run folder of a surrogate (default: the one shipped for the data's block shape)")
     r.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own)")
     r.add_argument("--events", required=True)
-    r.add_argument("--out", required=True, help="PRED.npz: post_velocity (n, 3), strike, params")
+    r.add_argument(
+        "--out",
+        required=True,
+        help="PRED.npz: post_velocity (n, 3), strike, params (strike); post_state (n, d), params (--scene)",
+    )
+    _outside_flag(r)
+    _scene_flag(r)
     r.set_defaults(func=_cmd_predict)
 
     o = sub.add_parser(
@@ -354,15 +436,15 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--shape", required=True, choices=geo.SHAPES)
     o.add_argument("--start", default="0,0,0", help="block start pose x,y,yaw (m, m, rad), e.g. -0.1,0,0")
     o.add_argument("--target", required=True, help="target pose x,y,yaw (m, m, rad), e.g. 0.2,-0.05,0.3")
-    o.add_argument("--population", type=int, default=16)
-    o.add_argument("--generations", type=int, default=20)
+    o.add_argument("--population", type=_number(int, 2), default=16)
+    o.add_argument("--generations", type=POSITIVE, default=20)
     _engine_flag(
         o,
         "cpu-hybrid",
         "mjx-hybrid",
         "cpu-hybrid: the rule on MuJoCo C (fastest on a CPU); mjx-hybrid: on MJX, one jit",
     )
-    o.add_argument("--seed", type=int, default=0)
+    o.add_argument("--seed", type=_seed, default=0)
     o.add_argument("--json", help="write the strike, predicted rest pose and search history here")
     o.set_defaults(func=_cmd_optimize)
 
@@ -376,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="recording or event file of the strikes PARAMS.json was identified from (robust: the design covers "
         "around them, and their labels give the model's error)",
     )
-    n.add_argument("--k", type=int, default=5, help="strikes to propose (default 5)")
+    n.add_argument("--k", type=POSITIVE, default=5, help="strikes to propose (default 5)")
     n.add_argument(
         "--criterion",
         choices=("robust", "d-optimal", "predictive", "disagreement", "random"),
@@ -386,8 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
         "predictive: of the predictions' variance over random strikes; disagreement: "
         "largest spread of the prediction over posterior draws; random: the baseline",
     )
-    n.add_argument("--candidates", type=int, default=2048, help="candidate strikes over the lab's ranges")
-    n.add_argument("--seed", type=int, default=0)
+    n.add_argument("--candidates", type=POSITIVE, default=2048, help="candidate strikes over the lab's ranges")
+    n.add_argument("--seed", type=_seed, default=0)
     n.add_argument("--out", required=True, help="NEXT.csv (header theta,theta1,v_pre) for strike_lab.py --strikes")
     n.add_argument("--json", help="write the plan (strikes, scores, σ before and after) here")
     n.set_defaults(func=_cmd_plan)
@@ -400,20 +482,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--model", help="--sim clashx: run folder of the semi-cylinder surrogate (default: the shipped one)")
     t.add_argument("--params", required=True, help="PARAMS.json (`clashx identify`): the values, and 'std' for --draws")
     t.add_argument("--out", required=True, help="POLICY folder: policy.npz, policy.json, curve.png, table.npz")
-    t.add_argument("--timesteps", type=int, default=3_000_000, help="strikes simulated in training (default 3e6)")
+    t.add_argument("--timesteps", type=POSITIVE, default=3_000_000, help="strikes simulated in training (default 3e6)")
     t.add_argument(
         "--draws",
-        type=int,
+        type=POSITIVE,
         default=8,
         help="parameter draws for domain randomisation, the identified values ± their σ (default 8; 1: none)",
     )
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=_seed, default=0)
     t.set_defaults(func=_cmd_train_policy)
 
     d = sub.add_parser("demo", help="the main job end to end on shipped data, at a size for a laptop (~3 min)")
     d.add_argument("--out", default="clashx-demo", help="folder for the PNGs and summary.json (default clashx-demo)")
     d.add_argument("--shapes", default=",".join(geo.SHAPES), help="block shapes, comma-separated (default: all three)")
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--seed", type=_seed, default=0)
     d.add_argument("--no-cube", action="store_true", help="skip the real cube tosses")
     d.set_defaults(func=_cmd_demo)
     return ap
@@ -446,14 +528,35 @@ def main(argv: list[str] | None = None) -> int:
     if a.command == "generate" and a.scene == "strike" and not a.shape:
         parser.error("generate --scene strike needs --shape")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    outputs = _paths(a, OUTPUT_FLAGS)
     try:
-        return a.func(a)
+        check_outputs_apart(outputs, _paths(a, INPUT_FLAGS) | _scene_file(a))
+        with output_lock(outputs, command_line(argv)):
+            return a.func(a)
     except (ValueError, RuntimeError) as e:
         message = str(e)
     except OSError as e:
         message = _os_message(e)
+    except KeyboardInterrupt:
+        again = "rerun the same command to resume" if a.command in RESUMABLE else "no output was half-written"
+        print(f"\nclashx {a.command}: stopped (Ctrl-C); {again}", file=sys.stderr)
+        return 130
     print(f"clashx {a.command}: error: {message}", file=sys.stderr)
     return 2
+
+
+RESUMABLE = ("generate", "pretrain", "train-policy")  # these keep their finished chunks, epochs or tables
+
+
+def _paths(a: argparse.Namespace, names: tuple[str, ...]) -> dict[str, str | None]:
+    """{"--flag": path} of the parsed flags in `names` that the command has."""
+    return {f"--{name.replace('_', '-')}": getattr(a, name) for name in names if getattr(a, name, None)}
+
+
+def _scene_file(a: argparse.Namespace) -> dict[str, str]:
+    """{"--scene": path} when --scene names a file (path/to/file.py:CLASS)."""
+    where = (getattr(a, "scene", None) or "").rpartition(":")[0]
+    return {"--scene": where} if where.endswith(".py") else {}
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ import mujoco
 import numpy as np
 
 from ..core import check_output, resolve_engine, write_json
+from ..events import atomic_savez, load_events
 from ..hybrid import SEGMENT, full_rollouts_c, rollouts, rollouts_c
-from ..learn import FinetuneConfig, finetune_pair, identify_pair, load_pair_events, pair_scores
+from ..learn import FinetuneConfig, finetune_pair, identify_pair, load_pair_events, pair_scores, predict_pair
 from ..scenes import PairScene, load_scene
 from ..surrogate import PairSurrogate, load_pair_surrogate, save_pair_surrogate
 from ._strike_workflow import parse_select, read_params
@@ -34,11 +35,8 @@ def _scene_and_model(spec: str, model_dir: str | None) -> tuple[PairScene, PairS
 
 
 def _events(path: str, scene: PairScene, select: str | None) -> dict:
-    data = load_pair_events(path, scene)
-    if select:
-        rows = parse_select(select, len(data["rows"]), f"{path}'s touched events")
-        data = {k: v[rows] for k, v in data.items()}
-    return data
+    """The touched events of `path`, or those `--select` names (file rows; a row without a touch is an error)."""
+    return load_pair_events(path, scene, select=(lambda n: parse_select(select, n, path)) if select else None)
 
 
 def run_pair_identify(
@@ -107,6 +105,35 @@ def run_pair_evaluate(
     return {"scene": scene.name, "alpha": alpha, "alpha_accuracy": scores[f"alpha_{alpha}"]} | scores
 
 
+def run_pair_predict(spec: str, model_dir: str | None, params_path: str | None, events: str, out: str) -> int:
+    """`clashx predict --scene`: the post-window pair state of every touched event (NaN rows: no touch); writes PRED.npz.
+
+    Without `params_path` the events' own parameters are used (simulated events).
+    """
+    scene, model = _scene_and_model(spec, model_dir)
+    data = _events(events, scene, None)
+    if params_path:
+        params = np.broadcast_to(read_params(params_path, model), data["params"].shape)
+    elif np.isfinite(data["params"]).all():
+        params = data["params"]
+    else:
+        raise ValueError(f"{events}: the events' parameters are unknown (real impacts); pass --params PARAMS.json")
+    pred = np.asarray(predict_pair(model, data["pre"], params), np.float64)
+    if not np.isfinite(pred).all():
+        row = int(data["rows"][np.argmax(~np.isfinite(pred).all(1))])
+        raise ValueError(
+            f"{events}: the model's prediction for row {row} is not finite; nothing was written. "
+            "Check that row's pre_state and the parameters, or retrain the model"
+        )
+    n = len(load_events(events)["touched"])
+    post = np.full((n, pred.shape[1]), np.nan)
+    post[data["rows"]] = pred
+    full = np.full((n, params.shape[1]), np.nan)
+    full[data["rows"]] = params
+    atomic_savez(out, {"post_state": post, "params": full, "names": np.array(scene.space.names)})
+    return len(data["rows"])
+
+
 @dataclasses.dataclass(frozen=True)
 class RolloutConfig:
     """`clashx rollout --scene`: hybrid rollouts against full-contact MuJoCo C on launches the model never saw."""
@@ -159,22 +186,29 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
     qh, info = hybrid(n_steps)
     t_hybrid = time.perf_counter() - t0
     impacts, steps = info["impacts"], int(info["steps"].max())
+    diverged = ~np.isfinite(qh).all(1)
+    if diverged.all():
+        raise ValueError(
+            f"--model {model_dir}: every hybrid world ended with a non-finite state; check the model "
+            "(`clashx evaluate --scene`) and the parameters"
+        )
     t0 = time.perf_counter()
     qf, _ = full_rollouts_c(scene, params, q0, v0, n_steps)
     t_full = time.perf_counter() - t0
     m = scene.c_model()
     start, end_h, end_f = (_positions(m, q) for q in (q0, qh, qf))
     bodies = {}
+    ok = ~diverged  # a diverged world is counted apart, never scored or called at rest
     for b in scene.joints.bodies:
-        travel = np.linalg.norm(end_f[:, b] - start[:, b], axis=1)
-        err = np.linalg.norm(end_h[:, b] - end_f[:, b], axis=1)
+        travel = np.linalg.norm(end_f[ok, b] - start[ok, b], axis=1)
+        err = np.linalg.norm(end_h[ok, b] - end_f[ok, b], axis=1)
         rel = err / np.maximum(travel, 1e-3)
         bodies[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)] = {
             "median_err_m": float(np.median(err)),
             "median_rel_err": float(np.median(rel)),
             "p90_rel_err": float(np.percentile(rel, 90)),
             "median_travel_m": float(np.median(travel)),
-            "lowest_z_hybrid_m": float(end_h[:, b, 2].min()),
+            "lowest_z_hybrid_m": float(end_h[ok, b, 2].min()),
             "lowest_z_full_m": float(end_f[:, b, 2].min()),
         }
     return {
@@ -189,7 +223,8 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
         "time_compile_s": t_compile,
         "clamped": int(np.sum(info["clamped"])),  # impacts whose prediction the energy guard scaled down
         "nonfinite": int(np.sum(info["nonfinite"])),  # touches left to the engine: a non-finite prediction
-        "at_rest": bool(steps < n_steps),
+        "at_rest": bool(steps < n_steps and not diverged.any()),
+        "diverged_worlds": int(diverged.sum()),  # non-finite final states: left out of the scores
         "time_full_c_s": t_full,
         "final_position": bodies,  # of each moving pair body's origin, relative to its full-contact travel
     }
@@ -210,7 +245,7 @@ def _positions(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
 
 
 def cmd_pair(a: argparse.Namespace) -> int:
-    """The `--scene MODULE:CLASS` branch of identify, finetune, evaluate and rollout."""
+    """The `--scene MODULE:CLASS` branch of identify, finetune, evaluate, predict and rollout."""
     if a.command == "identify":
         check_output(a.out, "--out")
         r = run_pair_identify(a.scene, a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
@@ -222,6 +257,10 @@ def cmd_pair(a: argparse.Namespace) -> int:
         config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
         r = run_pair_finetune(a.scene, a.model, a.real, a.select, a.params, a.out, seed=a.seed, config=config)
         print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
+    elif a.command == "predict":
+        check_output(a.out, "--out", suffix=".npz")
+        n = run_pair_predict(a.scene, a.model, a.params, a.events, a.out)
+        print(f"{n} predictions (touched events) -> {a.out}")
     elif a.command == "evaluate":
         if a.json:
             check_output(a.json, "--json")
@@ -241,6 +280,8 @@ def cmd_pair(a: argparse.Namespace) -> int:
         lines = [f"{r['n']} worlds, impacts per world {r['impacts']} (index = count); "
                  f"{r['steps_run']} of {r['steps_max']} steps ({rest}); guard-clamped {r['clamped']}, "
                  f"non-finite {r['nonfinite']}"]  # fmt: skip
+        if r["diverged_worlds"]:
+            lines.append(f"warning: {r['diverged_worlds']} worlds ended non-finite; they are left out of the scores")
         lines += [
             f"{body}: final position vs full-contact C: median {1000 * s['median_err_m']:.1f} mm, "
             f"{100 * s['median_rel_err']:.1f} % of its travel (p90 {100 * s['p90_rel_err']:.1f} %); lowest end "

@@ -133,7 +133,7 @@ def run_train_policy(
         raise ValueError(f"--draws must be at least 1, got {draws}")
     config.check()
     space = strike_space()
-    params = read_param_file(params_path, space, None)
+    params = read_param_file(params_path, space, {"shape": SHAPE})  # the routes push the semi-cylinder
     std = read_param_std(params_path, space.names, "or train with --draws 1") if draws > 1 else None
     handler = load_or_shipped(model_dir, SHAPE) if sim == "clashx" else None
     os.makedirs(out, exist_ok=True)
@@ -174,7 +174,12 @@ def cmd_train_policy(a: argparse.Namespace) -> int:
     """Train and save a policy, with a progress bar over the table and the training steps."""
 
     check_output(a.out, "--out", folder=True)
-    config = PPOConfig(timesteps=a.timesteps, seed=a.seed)
+    config = PPOConfig(timesteps=a.timesteps, seed=a.seed).check()
+    if config.total_steps() != config.timesteps:
+        print(
+            f"note: brax PPO trains in whole updates: --timesteps {config.timesteps:,} runs {config.total_steps():,} "
+            "strikes (policy.json records both)"
+        )
     with ProgressBar("table", "draw") as table_bar, ProgressBar("train", "step") as train_bar:
 
         def progress(stage, done, total, info):

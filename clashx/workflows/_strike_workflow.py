@@ -67,6 +67,50 @@ def parse_select(text: str, n: int, where: str) -> np.ndarray:
     return rows
 
 
+OUTSIDE = 0.5  # default --outside: inputs more range widths than this beyond the training ranges are an error
+
+
+def input_ranges(model_dir: str | None) -> dict[str, tuple[float, float]]:
+    """The strike ranges a surrogate was trained on: its folder's `input_ranges` (`clashx pretrain` records
+    them), else the prior every generated strike is drawn from (`geometry.STRIKE_RANGES`, SCENE.md)."""
+    meta_path = os.path.join(model_dir, "surrogate.json") if model_dir else ""
+    if meta_path and os.path.exists(meta_path):
+        with open(meta_path) as f:
+            meta = json.load(f)
+        ranges = meta.get("input_ranges") if isinstance(meta, dict) else None
+        if isinstance(ranges, dict) and all(k in ranges for k in geo.STRIKE_NAMES):
+            return {k: (float(ranges[k][0]), float(ranges[k][1])) for k in geo.STRIKE_NAMES}
+    return dict(geo.STRIKE_RANGES)
+
+
+def count_outside(
+    strikes: np.ndarray, ranges: dict[str, tuple[float, float]], rows: np.ndarray, where: str, outside: float
+) -> int:
+    """How many strikes lie outside the training `ranges`; a ValueError for one beyond them by > `outside` widths.
+
+    Args:
+        strikes: (n, 3) θ, θ1, v_pre.
+        ranges: name -> (low, high) of the training strikes.
+        rows: the strikes' row numbers in `where` (for the message).
+        where: the file they come from.
+        outside: how far past a range, in range widths, a strike may lie before it is refused.
+    """
+    lo = np.array([ranges[k][0] for k in geo.STRIKE_NAMES])
+    hi = np.array([ranges[k][1] for k in geo.STRIKE_NAMES])
+    excess = np.maximum(np.maximum(lo - strikes, strikes - hi), 0.0) / np.maximum(hi - lo, 1e-9)
+    far = excess > outside
+    if far.any():
+        i, j = np.argwhere(far)[0]
+        name, unit = geo.STRIKE_NAMES[j], ("m/s" if geo.STRIKE_NAMES[j] == "v_pre" else "rad")
+        raise ValueError(
+            f"{where}: row {int(rows[i])} has {name} = {strikes[i, j]:g} {unit}, {excess[i, j]:.1f} range widths "
+            f"outside what the model was trained on ({lo[j]:g} to {hi[j]:g} {unit}; {int(far.any(1).sum())} such "
+            f"rows). Its prediction there would be a guess: check the units (m/s, rad), or pass "
+            f"--outside {np.ceil(excess[far].max()):g} to go on anyway"
+        )
+    return int((excess > 0).any(1).sum())
+
+
 def is_recording(path: str) -> bool:
     """Whether `path` is a strike recording (tracks) rather than an event file; raises for an unreadable file."""
     raw = read_npz(path, ".npz event file or strike recording")
@@ -82,8 +126,24 @@ def read_real(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] |
 
 
 def data_shape(path: str) -> str:
-    """The block shape of an event file or recording."""
-    return str(read_npz(path, ".npz event file or strike recording")["shape"])
+    """The block shape of a strike event file or recording; a ValueError naming the file for anything else."""
+    raw = read_npz(path, ".npz event file or strike recording")
+    scene = str(raw.get("scene", "strike"))
+    if scene != "strike":
+        fix = (
+            "use `--scene MODULE:CLASS` for your own scene's events"
+            if scene == "pair"
+            else "the cube has its own bench"
+        )
+        raise ValueError(f"{path}: holds {scene!r} events; this command takes strike events or recordings ({fix})")
+    shape = str(raw.get("shape", ""))
+    if shape not in geo.SHAPES:
+        what = "no 'shape' key" if "shape" not in raw else f"'shape' is {shape!r}"
+        raise ValueError(
+            f"{path}: not a strike event file or recording ({what}; expected one of {', '.join(geo.SHAPES)}). "
+            "Make one with `clashx generate --scene strike` or `clashx ingest --source strike-lab`"
+        )
+    return shape
 
 
 def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -179,7 +239,14 @@ def _model_name(model_dir: str | None, model: Surrogate) -> str:
 
 
 def run_identify(
-    model_dir: str | None, real: str, select: str | None, out: str, *, seed: int = 0, n_starts: int = 16
+    model_dir: str | None,
+    real: str,
+    select: str | None,
+    out: str,
+    *,
+    seed: int = 0,
+    n_starts: int = 16,
+    outside: float = OUTSIDE,
 ) -> dict:
     """`clashx identify`: fit the parameters on the selected strikes, write PARAMS.json; returns its content.
 
@@ -192,6 +259,7 @@ def run_identify(
         raise ValueError(f"--starts {n_starts}: need at least one starting point (default 16)")
     model = _model_for(model_dir, real)
     strikes, vel, rows = load_real(real, select, model.shape)
+    n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
     t0 = time.perf_counter()
     key = jax.random.PRNGKey(seed)
     extra = {}
@@ -217,8 +285,11 @@ def run_identify(
         "model": _model_name(model_dir, model),
         "seed": seed,
         "n_starts": n_starts,
+        "outside_training_ranges": n_outside,
         "time_s": time.perf_counter() - t0,
     } | extra
+    if not (np.isfinite(params).all() and np.isfinite(loss)):
+        raise ValueError(f"{real}: the fit did not converge (non-finite parameters or loss); nothing was written")
     write_json(out, out_obj)
     return out_obj
 
@@ -247,7 +318,8 @@ def run_finetune(
     save_surrogate(
         out, tuned,
         extra={"finetune": report, "base_model": _model_name(model_dir, model),
-               "params": dict(zip(model.space.names, params.tolist(), strict=True))},
+               "params": dict(zip(model.space.names, params.tolist(), strict=True)),
+               "input_ranges": input_ranges(model_dir)},
     )  # fmt: skip
     return report
 
@@ -272,6 +344,7 @@ def run_evaluate(
     params_path: str | None = None,
     select: str | None = None,
     plot: str | None = None,
+    outside: float = OUTSIDE,
 ) -> dict:
     """`clashx evaluate`: α-accuracy of the model's predictions against the events' velocities (+ α-curve PNG)."""
     if not (math.isfinite(alpha) and alpha > 0):
@@ -279,7 +352,11 @@ def run_evaluate(
     model = _model_for(model_dir, real)
     params = _params_for(model_dir, model, params_path)
     strikes, vel, rows = load_real(real, select, model.shape)
+    n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
     pred = np.asarray(predict(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)))
+    if not np.isfinite(pred).all():
+        row = int(rows[np.argmax(~np.isfinite(pred).all(1))])
+        raise ValueError(f"{real}: the model's prediction for row {row} is not finite; check it and the parameters")
     length = geo.characteristic_length(model.shape)
     err = np.asarray(relative_error(pred, vel, length))
     result = {
@@ -288,6 +365,7 @@ def run_evaluate(
         "alpha_accuracy": float(np.mean(err <= alpha)),
         "median_rel_err": float(np.median(err)),
         "n_events": int(len(rows)),
+        "outside_training_ranges": n_outside,
         "params": dict(zip(model.space.names, params.tolist(), strict=True)),
         "metric": f"‖Δ(vx, vy, r·ωz)‖ ≤ α‖(vx, vy, r·ωz)‖, r = {length:.4f} m",
     }
@@ -302,21 +380,34 @@ def run_evaluate(
     return result
 
 
-def run_predict(model_dir: str | None, params_path: str | None, events: str, out: str) -> int:
-    """`clashx predict`: per-event predictions in the row order of EVENTS (missed strikes get NaN)."""
+def run_predict(
+    model_dir: str | None, params_path: str | None, events: str, out: str, *, outside: float = OUTSIDE
+) -> dict:
+    """`clashx predict`: per-event predictions in the row order of EVENTS (missed strikes get NaN).
+
+    Returns {"n": rows written, "outside_training_ranges": touched strikes outside the model's training ranges}.
+    """
     model = _model_for(model_dir, events)
     params = _params_for(model_dir, model, params_path)
     ev = load_events(events, scene="strike")
     if str(ev["shape"]) != model.shape:
         raise ValueError(f"{events}: events of the {str(ev['shape'])!r} block; the model is for {model.shape!r}")
+    touched = np.flatnonzero(ev["touched"])
+    n_outside = count_outside(ev["strike"][touched], input_ranges(model_dir), touched, events, outside)
     pred = np.asarray(
         predict(model, jnp.asarray(ev["strike"], jnp.float32), jnp.asarray(params, jnp.float32)), np.float64
     )
     pred[~ev["touched"]] = np.nan  # a missed strike has no post-impact velocity
+    bad = ev["touched"] & ~np.isfinite(pred).all(1)
+    if bad.any():
+        raise ValueError(
+            f"{events}: the model's prediction for row {int(np.argmax(bad))} is not finite ({int(bad.sum())} rows); "
+            "nothing was written. Check those strikes and the parameters, or retrain the model"
+        )
     atomic_savez(
         out, {"post_velocity": pred, "strike": ev["strike"], "params": params, "names": np.array(model.space.names)}
     )
-    return len(pred)
+    return {"n": len(pred), "outside_training_ranges": n_outside}
 
 
 def parse_pose(text: str, flag: str) -> np.ndarray:
