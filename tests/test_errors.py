@@ -544,7 +544,7 @@ def test_strikes_outside_the_training_ranges_are_counted_or_refused(files, tmp_p
     assert not (tmp_path / "p.npz").exists()
     near = _with(files["events"], tmp_path / "near.npz", strike=((rows[:2], 2), 0.85))
     assert _run([*argv[:-1], near, "--out", tmp_path / "p.npz"]) == 0
-    assert "warning: 2 of 16 events lie outside the strike ranges" in capsys.readouterr().err
+    assert "warning: 2 of 16 events lie outside the ranges the model was trained on" in capsys.readouterr().err
     assert _run([*argv, "--out", tmp_path / "p.npz", "--outside", "100"]) == 0  # the user's call
 
 
@@ -678,3 +678,31 @@ def test_a_policy_for_the_semi_cylinder_refuses_a_square_s_parameters(files, tmp
 def test_ppo_records_the_steps_it_will_run(capsys):
     config = PPOConfig(timesteps=1000)
     assert config.total_steps() > config.timesteps  # whole updates: the CLI prints both, policy.json keeps both
+
+
+def test_pair_impacts_outside_the_training_ranges_are_refused(ball_events, tmp_path, capsys):
+    meta = json.loads((ball_events["model"] / "model.json").read_text())
+    assert len(meta["input_ranges"]["low"]) == len(meta["input_ranges"]["high"]) > 0  # recorded at pretraining
+    raw = dict(np.load(ball_events["events"]))
+    nq = 3  # the ball's x, z, spin: its pair state is (qpos ‖ qvel)
+    fast = _with(ball_events["events"], tmp_path / "fast.npz", pre_state=((2, nq + 1), -300.0))  # lands at 300 m/s
+    assert raw["touched"][2]
+    argv = ["predict", "--scene", ball_events["spec"], "--model", ball_events["model"], "--events", fast]
+    _fails([*argv, "--out", tmp_path / "p.npz"], capsys, str(fast), "row 2 has feature",
+           "outside what the model was trained on", "--outside")  # fmt: skip
+    assert not (tmp_path / "p.npz").exists()
+
+
+def test_cube_tosses_in_millimetres_are_named(tmp_path, capsys):
+    shipped = os.path.join(os.path.dirname(clashx.__file__), "data", "contactnets_cube", "tosses.npz")
+    with np.load(shipped) as z:
+        raw = {k: z[k] for k in z.files}
+    keep = int(raw["offsets"][40])  # the first 40 tosses are enough to estimate the frame
+    states = raw["states"][:keep].copy()
+    states[:, 4:7] *= 1000.0
+    states[:, 10:13] *= 1000.0
+    path = tmp_path / "mm.npz"
+    np.savez(path, states=states, offsets=raw["offsets"][:41], toss_ids=raw["toss_ids"][:40])
+    _fails(["ingest", "--source", "cube-toss", "--input", path, "--out", tmp_path / "e.npz"], capsys, str(path),
+           "a file in millimetres gives ~1000 times more")  # fmt: skip
+    assert not (tmp_path / "e.npz").exists()

@@ -86,6 +86,9 @@ class CubeTracks:
 # --- reading and checking a file ---------------------------------------------------------------
 
 
+MAX_POSITION = 10.0  # m: farther from the origin than any table-top toss (ContactNets: under 1 m)
+
+
 def _read(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     raw = read_npz(path, ".npz cube-toss file")
     missing = [k for k in ("states", "offsets", "toss_ids") if k not in raw]
@@ -269,6 +272,13 @@ def load_cube_tracks(
     path = os.fspath(path)
     states, offsets, ids = _read(path)
     raw = [states[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    far = float(np.abs(states[:, 4:7]).max())
+    if length_scale is None and far > MAX_POSITION:
+        raise EventFileError(
+            f"{path}: the cube is tracked up to {far:.3g} length units from the origin, beyond the {MAX_POSITION:g} m "
+            "of a table-top toss: clashx reads metres (a file in millimetres gives ~1000 times more); convert "
+            "the positions and velocities to metres, or pass length_scale"
+        )
     if length_scale is None:
         rough_table = _estimate_table(raw, HALF)
         if rough_table is None:
@@ -280,7 +290,11 @@ def load_cube_tracks(
                 "the length scale from gravity; pass length_scale (1.0 if the lengths are exact)"
             )
     if not (0.5 < length_scale < 2.0):
-        raise EventFileError(f"{path}: length_scale {length_scale} is implausible; expected about 1")
+        raise EventFileError(
+            f"{path}: the tosses fall at {length_scale:.3g} g in the file's length units (length_scale "
+            f"{length_scale:.3g}; expected about 1): clashx reads metres (a file in millimetres gives ~1000, "
+            "centimetres ~100); convert the positions and velocities to metres"
+        )
     if table_z is None:
         table_z = _estimate_table(raw, HALF * length_scale)
         if table_z is None:

@@ -16,6 +16,7 @@ from ._lab_fit import fit_recording as fit_recording
 from ._pair_learn import finetune_pair as finetune_pair
 from ._pair_learn import identify_pair as identify_pair
 from ._pair_learn import load_pair_events as load_pair_events
+from ._pair_learn import pair_features as pair_features
 from ._pair_learn import pair_scores as pair_scores
 from ._pair_learn import predict_pair as predict_pair
 from ._pair_learn import pretrain_pair as pretrain_pair

@@ -137,7 +137,9 @@ def pretrain_pair(
     )
     scores = pair_scores(model, data["pre"][val], data["post"][val], data["params"][val])
     final = scores | {"val_loss": history[-1]["val_loss"]}
-    save_pair_surrogate(config.out, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
+    ranges = {"low": feats.min(0).tolist(), "high": feats.max(0).tolist()}  # of the features the model sees
+    extra = {"pretrain": dataclasses.asdict(config), "validation": final, "input_ranges": ranges}
+    save_pair_surrogate(config.out, model, extra=extra)
     return model, {"validation": final, "n_train": len(targets) - len(val), "n_val": len(val), "history": history}
 
 

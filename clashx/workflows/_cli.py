@@ -30,6 +30,7 @@ from ._strike_workflow import (
     run_identify,
     run_optimize,
     run_predict,
+    warn_outside,
     write_json,
 )
 
@@ -152,7 +153,7 @@ def _cmd_identify(a: argparse.Namespace) -> int:
 
     check_output(a.out, "--out")
     r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts, outside=a.outside)
-    _warn_outside(r["outside_training_ranges"], len(r["rows"]), "strikes")
+    warn_outside(r["outside_training_ranges"], len(r["rows"]), "strikes")
     if "stages" in r:
         g = r["stages"]["ground"]
         print(f"ground (slides): mu2 = {g['mu2']:.4f} ± {g['mu2_std']:.4f} ({g['from']})")
@@ -182,7 +183,7 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
         if path:
             check_output(path, flag)
     r = run_evaluate(a.model, a.real, a.alpha, params_path=a.params, select=a.select, plot=plot, outside=a.outside)
-    _warn_outside(r["outside_training_ranges"], r["n_events"], "events")
+    warn_outside(r["outside_training_ranges"], r["n_events"], "events")
     print(
         f"α={a.alpha}: accuracy {r['alpha_accuracy']:.3f} on {r['n_events']} events (median relative error {r['median_rel_err']:.3f})"
     )
@@ -191,16 +192,6 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
     if a.json:
         write_json(a.json, r)
     return 0
-
-
-def _warn_outside(count: int, n: int, what: str) -> None:
-    """A warning line (stderr) when some inputs lie outside the ranges the model was trained on."""
-    if count:
-        print(
-            f"warning: {count} of {n} {what} lie outside the strike ranges the model was trained on; its predictions "
-            "there are extrapolations (see --outside)",
-            file=sys.stderr,
-        )
 
 
 def _outside_flag(p: argparse.ArgumentParser) -> None:
@@ -234,7 +225,7 @@ def _cmd_predict(a: argparse.Namespace) -> int:
 
     check_output(a.out, "--out", suffix=".npz")
     r = run_predict(a.model, a.params, a.events, a.out, outside=a.outside)
-    _warn_outside(r["outside_training_ranges"], r["n"], "events")
+    warn_outside(r["outside_training_ranges"], r["n"], "events")
     print(f"{r['n']} predictions -> {a.out}")
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import time
 
@@ -21,10 +22,18 @@ import numpy as np
 from ..core import check_output, resolve_engine, write_json
 from ..events import atomic_savez, load_events
 from ..hybrid import SEGMENT, full_rollouts_c, rollouts, rollouts_c
-from ..learn import FinetuneConfig, finetune_pair, identify_pair, load_pair_events, pair_scores, predict_pair
+from ..learn import (
+    FinetuneConfig,
+    finetune_pair,
+    identify_pair,
+    load_pair_events,
+    pair_features,
+    pair_scores,
+    predict_pair,
+)
 from ..scenes import PairScene, load_scene
 from ..surrogate import PairSurrogate, load_pair_surrogate, save_pair_surrogate
-from ._strike_workflow import parse_select, read_params
+from ._strike_workflow import OUTSIDE, count_outside_ranges, parse_select, read_params, warn_outside
 
 
 def _scene_and_model(spec: str, model_dir: str | None) -> tuple[PairScene, PairSurrogate]:
@@ -39,12 +48,45 @@ def _events(path: str, scene: PairScene, select: str | None) -> dict:
     return load_pair_events(path, scene, select=(lambda n: parse_select(select, n, path)) if select else None)
 
 
+def _feature_ranges(model_dir: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(low, high) of the features a pair model was trained on (`clashx pretrain --scene` records them), or None."""
+    path = os.path.join(str(model_dir), "model.json")
+    if not model_dir or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        ranges = json.load(f).get("input_ranges")
+    if not isinstance(ranges, dict) or "low" not in ranges:
+        return None
+    return np.asarray(ranges["low"], np.float64), np.asarray(ranges["high"], np.float64)
+
+
+def _count_outside(scene: PairScene, model_dir: str | None, data: dict, where: str, outside: float) -> int:
+    """Impacts whose features lie outside the model's training ranges (`count_outside_ranges`); 0 if unrecorded."""
+    ranges = _feature_ranges(model_dir)
+    if ranges is None:
+        return 0
+    feats = pair_features(scene, data["pre"])
+    if feats.shape[1] != len(ranges[0]):
+        return 0
+    names = tuple(f"feature {j} of the pre-impact state" for j in range(feats.shape[1]))
+    return count_outside_ranges(feats, *ranges, names, ("",) * len(names), data["rows"], where, outside)
+
+
 def run_pair_identify(
-    spec: str, model_dir: str | None, real: str, select: str | None, out: str, *, seed: int, n_starts: int
+    spec: str,
+    model_dir: str | None,
+    real: str,
+    select: str | None,
+    out: str,
+    *,
+    seed: int,
+    n_starts: int,
+    outside: float = OUTSIDE,
 ) -> dict:
     """`clashx identify --scene`: the parameters from observed impacts through the surrogate; writes PARAMS.json."""
     scene, model = _scene_and_model(spec, model_dir)
     data = _events(real, scene, select)
+    n_outside = _count_outside(scene, model_dir, data, real, outside)
     t0 = time.perf_counter()
     res = jax.block_until_ready(
         identify_pair(model, data["pre"], data["post"], key=jax.random.PRNGKey(seed), n_starts=n_starts)
@@ -58,8 +100,11 @@ def run_pair_identify(
         "events": os.path.abspath(real),
         "rows": data["rows"].tolist(),
         "model": os.path.abspath(str(model_dir)),
+        "outside_training_ranges": n_outside,
         "time_s": time.perf_counter() - t0,
     }
+    if not (np.isfinite(res.params).all() and np.isfinite(res.loss)):
+        raise ValueError(f"{real}: the fit did not converge (non-finite parameters or loss); nothing was written")
     write_json(out, result)
     return result
 
@@ -83,35 +128,52 @@ def run_pair_finetune(
     tuned, report = finetune_pair(model, data["pre"], data["post"], params, key=jax.random.PRNGKey(seed), config=config)
     report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": data["rows"].tolist()}
     named = dict(zip(scene.space.names, params.tolist(), strict=True))
-    save_pair_surrogate(
-        out, tuned, extra={"finetune": report, "params": named, "base_model": os.path.abspath(str(model_dir))}
-    )
+    ranges = _feature_ranges(model_dir)
+    extra = {"finetune": report, "params": named, "base_model": os.path.abspath(str(model_dir))}
+    if ranges is not None:
+        extra["input_ranges"] = {"low": ranges[0].tolist(), "high": ranges[1].tolist()}
+    save_pair_surrogate(out, tuned, extra=extra)
     return report
 
 
 def run_pair_evaluate(
-    spec: str, model_dir: str | None, real: str, params_path: str | None, select: str | None, alpha: float
+    spec: str,
+    model_dir: str | None,
+    real: str,
+    params_path: str | None,
+    select: str | None,
+    alpha: float,
+    outside: float = OUTSIDE,
 ) -> dict:
     """`clashx evaluate --scene`: α-accuracy of the post-window velocities; with the events' own parameters by default."""
     scene, model = _scene_and_model(spec, model_dir)
     data = _events(real, scene, select)
+    n_outside = _count_outside(scene, model_dir, data, real, outside)
     if params_path:
         params = np.broadcast_to(read_params(params_path, model), data["params"].shape)
     elif np.isfinite(data["params"]).all():
         params = data["params"]
     else:
         raise ValueError(f"{real}: the events' parameters are unknown (real impacts); pass --params PARAMS.json")
+    pred = predict_pair(model, data["pre"], params)
+    if not np.isfinite(pred).all():
+        row = int(data["rows"][np.argmax(~np.isfinite(pred).all(1))])
+        raise ValueError(f"{real}: the model's prediction for row {row} is not finite; check it and the parameters")
     scores = pair_scores(model, data["pre"], data["post"], params, alpha=alpha)
-    return {"scene": scene.name, "alpha": alpha, "alpha_accuracy": scores[f"alpha_{alpha}"]} | scores
+    head = {"scene": scene.name, "alpha": alpha, "alpha_accuracy": scores[f"alpha_{alpha}"]}
+    return head | scores | {"outside_training_ranges": n_outside}
 
 
-def run_pair_predict(spec: str, model_dir: str | None, params_path: str | None, events: str, out: str) -> int:
+def run_pair_predict(
+    spec: str, model_dir: str | None, params_path: str | None, events: str, out: str, *, outside: float = OUTSIDE
+) -> dict:
     """`clashx predict --scene`: the post-window pair state of every touched event (NaN rows: no touch); writes PRED.npz.
 
     Without `params_path` the events' own parameters are used (simulated events).
     """
     scene, model = _scene_and_model(spec, model_dir)
     data = _events(events, scene, None)
+    n_outside = _count_outside(scene, model_dir, data, events, outside)
     if params_path:
         params = np.broadcast_to(read_params(params_path, model), data["params"].shape)
     elif np.isfinite(data["params"]).all():
@@ -131,7 +193,7 @@ def run_pair_predict(spec: str, model_dir: str | None, params_path: str | None, 
     full = np.full((n, params.shape[1]), np.nan)
     full[data["rows"]] = params
     atomic_savez(out, {"post_state": post, "params": full, "names": np.array(scene.space.names)})
-    return len(data["rows"])
+    return {"n": len(data["rows"]), "outside_training_ranges": n_outside}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,7 +310,10 @@ def cmd_pair(a: argparse.Namespace) -> int:
     """The `--scene MODULE:CLASS` branch of identify, finetune, evaluate, predict and rollout."""
     if a.command == "identify":
         check_output(a.out, "--out")
-        r = run_pair_identify(a.scene, a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts)
+        r = run_pair_identify(
+            a.scene, a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts, outside=a.outside
+        )
+        warn_outside(r["outside_training_ranges"], len(r["rows"]), "impacts")
         for name in r["params"]:
             print(f"{name:>10} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
         print(f"fit loss {r['loss']:.5f} on {len(r['rows'])} impacts, {r['time_s']:.1f} s -> {a.out}")
@@ -259,12 +324,14 @@ def cmd_pair(a: argparse.Namespace) -> int:
         print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
     elif a.command == "predict":
         check_output(a.out, "--out", suffix=".npz")
-        n = run_pair_predict(a.scene, a.model, a.params, a.events, a.out)
-        print(f"{n} predictions (touched events) -> {a.out}")
+        r = run_pair_predict(a.scene, a.model, a.params, a.events, a.out, outside=a.outside)
+        warn_outside(r["outside_training_ranges"], r["n"], "impacts")
+        print(f"{r['n']} predictions (touched events) -> {a.out}")
     elif a.command == "evaluate":
         if a.json:
             check_output(a.json, "--json")
-        r = run_pair_evaluate(a.scene, a.model, a.real, a.params, a.select, a.alpha)
+        r = run_pair_evaluate(a.scene, a.model, a.real, a.params, a.select, a.alpha, a.outside)
+        warn_outside(r["outside_training_ranges"], r["n"], "impacts")
         print(
             f"α={a.alpha}: accuracy {r['alpha_accuracy']:.3f} on {r['n']} impacts (median relative error {r['median_rel_err']:.3f})"
         )

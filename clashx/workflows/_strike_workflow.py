@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 
 import jax
@@ -97,18 +98,45 @@ def count_outside(
     """
     lo = np.array([ranges[k][0] for k in geo.STRIKE_NAMES])
     hi = np.array([ranges[k][1] for k in geo.STRIKE_NAMES])
-    excess = np.maximum(np.maximum(lo - strikes, strikes - hi), 0.0) / np.maximum(hi - lo, 1e-9)
+    units = tuple("m/s" if k == "v_pre" else "rad" for k in geo.STRIKE_NAMES)
+    return count_outside_ranges(strikes, lo, hi, geo.STRIKE_NAMES, units, rows, where, outside)
+
+
+def count_outside_ranges(
+    x: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    names: tuple[str, ...],
+    units: tuple[str, ...],
+    rows: np.ndarray,
+    where: str,
+    outside: float,
+) -> int:
+    """Rows of `x` (n, k) outside [lo, hi] (the model's training ranges), counted; one past them by more than
+    `outside` range widths is a ValueError naming `where`, its row, the input, its value and the range."""
+    x = np.asarray(x, np.float64)
+    excess = np.maximum(np.maximum(lo - x, x - hi), 0.0) / np.maximum(hi - lo, 1e-9)
     far = excess > outside
     if far.any():
         i, j = np.argwhere(far)[0]
-        name, unit = geo.STRIKE_NAMES[j], ("m/s" if geo.STRIKE_NAMES[j] == "v_pre" else "rad")
+        unit = f" {units[j]}" if units[j] else ""
         raise ValueError(
-            f"{where}: row {int(rows[i])} has {name} = {strikes[i, j]:g} {unit}, {excess[i, j]:.1f} range widths "
-            f"outside what the model was trained on ({lo[j]:g} to {hi[j]:g} {unit}; {int(far.any(1).sum())} such "
-            f"rows). Its prediction there would be a guess: check the units (m/s, rad), or pass "
+            f"{where}: row {int(rows[i])} has {names[j]} = {x[i, j]:g}{unit}, {excess[i, j]:.1f} range widths "
+            f"outside what the model was trained on ({lo[j]:g} to {hi[j]:g}{unit}; {int(far.any(1).sum())} such "
+            f"rows). Its prediction there would be a guess: check the units, or pass "
             f"--outside {np.ceil(excess[far].max()):g} to go on anyway"
         )
     return int((excess > 0).any(1).sum())
+
+
+def warn_outside(count: int, n: int, what: str) -> None:
+    """A warning line (stderr) when some inputs lie outside the ranges the model was trained on."""
+    if count:
+        print(
+            f"warning: {count} of {n} {what} lie outside the ranges the model was trained on; its predictions "
+            "there are extrapolations (see --outside)",
+            file=sys.stderr,
+        )
 
 
 def is_recording(path: str) -> bool:
