@@ -26,6 +26,8 @@ picks one at reset.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 
 import equinox as eqx
@@ -189,16 +191,19 @@ def simulator(kind: str, *, handler=None, sims: dict | None = None) -> RestOf:
 
 
 def save_table(table: StrikeTable, path: str, meta: dict) -> None:
-    """Write a table as .npz (no pickles): values, params, simulator, grid and `meta` (JSON text, e.g. its source)."""
-    import json
+    """Write a table as .npz (no pickles): values, params, simulator, grid and `meta` (JSON text, e.g. its source).
 
+    Written under a temporary name and renamed: `path` holds the old table or the whole new one.
+    """
+    tmp = path + ".tmp.npz"
     np.savez(
-        path,
+        tmp,
         values=np.asarray(table.values),
         params=np.asarray(table.params),
         simulator=np.array(table.simulator),
         meta=np.array(json.dumps(meta, sort_keys=True)),
     )
+    os.replace(tmp, path)
 
 
 def load_table(path: str) -> tuple[StrikeTable, dict]:

@@ -24,7 +24,6 @@ first-impact events on MuJoCo C (`simulate_tosses_c`; MJX's agree to 1e-6 m).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 
@@ -41,6 +40,7 @@ from ..baselines import (
     rollout_c,
     trajectory_errors,
 )
+from ..core import write_json
 from ..events import ingest_cube_tosses, load_cube_tracks
 from ..hybrid import hybrid_tosses, rest_rollout
 from ..learn import finetune_cube, identify_cube
@@ -416,5 +416,4 @@ def json_summary(result: dict) -> dict:
 
 def save_json(path: str, result: dict) -> None:
     """Write `json_summary(result)` to `path`."""
-    with open(path, "w") as f:
-        json.dump(json_summary(result), f, indent=1)
+    write_json(path, json_summary(result))

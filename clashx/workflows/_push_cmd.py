@@ -104,8 +104,9 @@ def plot_curve(policy: Policy, path: str) -> None:
     ax.set_title(f"route {policy.route}, trained in {policy.simulator}")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path + ".tmp.png", dpi=120)
     plt.close(fig)
+    os.replace(path + ".tmp.png", path)
 
 
 def run_train_policy(
