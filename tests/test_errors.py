@@ -5,8 +5,13 @@ Also `--engine auto`, which every command that runs a simulator takes by default
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import jax
 import numpy as np
@@ -28,11 +33,8 @@ PARAMS = dict(zip(clashx.strike_space().names, clashx.strike_space().vector(mu1=
 
 
 def _run(argv) -> int:
-    """The CLI's exit status for `argv` (paths allowed); argparse's own errors exit 2 via SystemExit."""
-    try:
-        return main([str(a) for a in argv])
-    except SystemExit as e:
-        return int(e.code or 0)
+    """The CLI's exit status for `argv` (paths allowed)."""
+    return main([str(a) for a in argv])
 
 
 def _fails(argv, capsys, *needles):
@@ -86,8 +88,7 @@ def test_engine_auto_is_the_default_and_help_says_so(capsys):
     assert parser.parse_args([*GEN, "--n", "8", "--out", "x.npz"]).engine == "auto"
     assert parser.parse_args(["optimize", "--model", "m", "--shape", "square", "--target", "0,0,0"]).engine == "auto"
     assert _generate.GenerateConfig(scene="strike", shape="square", n=1, out="x.npz").engine == "auto"
-    with pytest.raises(SystemExit):
-        main(["generate", "--help"])
+    assert main(["generate", "--help"]) == 0
     assert "auto (default)" in capsys.readouterr().out
 
 
@@ -706,3 +707,158 @@ def test_cube_tosses_in_millimetres_are_named(tmp_path, capsys):
     _fails(["ingest", "--source", "cube-toss", "--input", path, "--out", tmp_path / "e.npz"], capsys, str(path),
            "a file in millimetres gives ~1000 times more")  # fmt: skip
     assert not (tmp_path / "e.npz").exists()
+
+
+# --- 9: a probe's 40 further variants (outputs inside input folders, odd columns, odd JSON) ----------
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["evaluate", "--model", "{model}", "--params", "{params}", "--real", "{events}", "--json", "{model}/surrogate.json"], "--json"),
+        (["evaluate", "--model", "{model}", "--params", "{params}", "--real", "{events}", "--plot", "{model}/surrogate.eqx"], "--plot"),
+        (["evaluate", "--model", "{model}", "--params", "{params}", "--real", "{events}", "--json", "{model}/x.json"], "--json"),
+        (["identify", "--model", "{model}", "--real", "{events}", "--out", "{model}/surrogate.json"], "--out"),
+        (["plan", "--shape", "square", "--model", "{model}", "--out", "{root}/n.csv", "--json", "{model}/surrogate.json"], "--json"),
+    ],
+)  # fmt: skip
+def test_an_output_inside_an_input_folder_is_refused(files, capsys, argv, flag):
+    fill = {k: str(v) for k, v in files.items()}
+    before = {n: _digest(files["model"] / n) for n in ("surrogate.eqx", "surrogate.json")}
+    _fails([a.format(**fill) for a in argv], capsys, flag, "lies inside the --model folder", "Choose another")
+    assert {n: _digest(files["model"] / n) for n in before} == before
+    assert sorted(os.listdir(files["model"])) == ["surrogate.eqx", "surrogate.json"]
+
+
+def test_the_png_beside_evaluate_s_json_is_checked_too(files, tmp_path, capsys):
+    params = tmp_path / "params.png"  # a PARAMS file with an odd name: --json params.json would write the PNG on it
+    params.write_bytes(_digest(files["params"]))
+    _fails(["evaluate", "--model", files["model"], "--params", params, "--real", files["events"], "--json",
+            tmp_path / "params.json"], capsys, "--json (its .png)", "is the --params file")  # fmt: skip
+    assert _digest(params) == _digest(files["params"])
+
+
+def test_generate_never_replaces_a_finished_file_silently(files, tmp_path, capsys):
+    out = tmp_path / "e.npz"
+    out.write_bytes(_digest(files["events"]))  # 16 events, --seed 0
+    _fails([*GEN, "--n", "4", "--seed", "3", "--out", out], capsys, "already holds events made with other settings",
+           "delete it, or choose another --out")  # fmt: skip
+    assert _digest(out) == _digest(files["events"])
+    rec = tmp_path / "rec.npz"
+    np.savez(rec, **_recording([True]))
+    _fails([*GEN, "--n", "4", "--out", rec], capsys, "not from `clashx generate`")
+    capsys.readouterr()
+    argv = [*GEN, "--n", "4", "--seed", "5", "--out", tmp_path / "f.npz"]
+    assert _run(argv) == 0
+    made = _digest(tmp_path / "f.npz")
+    capsys.readouterr()
+    assert _run(argv) == 0 and "already complete with these settings; nothing to do" in capsys.readouterr().out
+    assert _digest(tmp_path / "f.npz") == made
+
+
+def _odd(files, tmp_path, name, **arrays):
+    raw = dict(np.load(files["events"]))
+    raw.update(arrays)
+    path = tmp_path / name
+    np.savez(path, **raw)
+    return path
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda r: {k: (v[:0] if v.ndim else v) for k, v in r.items()}, "holds no events (0 rows)"),
+        (lambda r: {"strike": np.full(r["strike"].shape, "a")}, "'strike' holds <U1 values; expected numbers"),
+        (lambda r: {"touched": np.where(r["touched"], 2, 0)}, "expected true/false (or 0/1)"),
+        (lambda r: {"t_touch": np.where(r["touched"], -5.0, np.nan)}, "cannot be below 0"),
+        (
+            lambda r: {"post_velocity": np.where(r["touched"][:, None], np.full((16, 3), 1e30), np.nan)},
+            "check the units",
+        ),
+        (lambda r: {"post_velocity_std": np.full(r["strike"].shape, -1.0)}, "'post_velocity_std' row 0"),
+    ],
+)
+def test_odd_columns_are_named(files, tmp_path, capsys, change, words):
+    raw = dict(np.load(files["events"]))
+    path = _odd(files, tmp_path, "odd.npz", **change(raw))
+    before = _digest(path)
+    for argv in (["predict", "--model", files["model"], "--params", files["params"], "--events", path, "--out",
+                  tmp_path / "p.npz"],
+                 ["evaluate", "--model", files["model"], "--params", files["params"], "--real", path]):  # fmt: skip
+        _fails(argv, capsys, str(path), words)
+    assert _digest(path) == before and not (tmp_path / "p.npz").exists()
+
+
+def test_a_pipe_is_not_read(files, tmp_path, capsys):
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    _fails(["predict", "--model", files["model"], "--params", files["params"], "--events", fifo, "--out",
+            tmp_path / "p.npz"], capsys, "not a regular file")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [('"0.5"', "'mu1' is '0.5'; values must be numbers"), ("true", "'mu1' is True; values must be numbers"),
+     ("0.5, \"mu1\": 0.9", "the key 'mu1' appears twice")],
+)  # fmt: skip
+def test_parameter_values_are_numbers_named_once(files, tmp_path, capsys, value, words):
+    others = ", ".join(f'"{k}": {v}' for k, v in PARAMS.items() if k != "mu1")
+    path = tmp_path / "p.json"
+    path.write_text('{"params": {' + others + ', "mu1": ' + value + "}}")
+    _fails(["predict", "--model", files["model"], "--params", path, "--events", files["events"], "--out",
+            tmp_path / "p.npz"], capsys, str(path), words)  # fmt: skip
+
+
+def test_a_std_must_be_positive(files, tmp_path, capsys):
+    raw = json.loads(files["params"].read_text())
+    raw["std"] = dict.fromkeys(raw["params"], -1.0)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(raw))
+    _fails(["plan", "--shape", "square", "--model", files["model"], "--params", path, "--out", tmp_path / "n.csv",
+            "--k", "1", "--candidates", "8"], capsys, "a σ is a finite number > 0")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["evaluate", "--select", " "], "argument --select: empty"),
+        (["evaluate", "--json", "{tmp}/e.txt"], "does not end in .json"),
+        (["optimize", "--shape", "square", "--target", "nan,0,0"], "every number must be finite"),
+    ],
+)
+def test_empty_selects_odd_json_names_and_nan_targets_are_refused(files, tmp_path, capsys, argv, words):
+    rest = ["--model", files["model"], "--params", files["params"]]
+    rest += ["--real", files["events"]] if argv[0] == "evaluate" else []
+    _fails([a.format(tmp=tmp_path) for a in argv] + rest, capsys, words)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_scene_given_a_strike_model_says_so(files, ball_events, tmp_path, capsys):
+    _fails(["predict", "--scene", ball_events["spec"], "--model", files["model"], "--events", ball_events["events"],
+            "--out", tmp_path / "p.npz"], capsys, "holds a strike surrogate (surrogate.json)")  # fmt: skip
+    _fails(["rollout", "--scene", ball_events["spec"], "--model", ball_events["model"], "--seconds", "1e-9"], capsys,
+           "shorter than one step of the scene")  # fmt: skip
+
+
+def test_pretraining_data_outside_its_prior_is_refused(files, tmp_path, capsys):
+    raw = dict(np.load(files["events"]))
+    raw["params"] = raw["params"].copy()
+    raw["params"][3, 1] = 1e30
+    path = tmp_path / "far.npz"
+    np.savez(path, **raw)
+    _fails(["pretrain", "--data", path, "--out", tmp_path / "run"], capsys, str(path), "row 3", "outside the prior")
+    assert not (tmp_path / "run").exists()
+
+
+def test_sigterm_stops_cleanly_and_keeps_what_resumes(tmp_path):
+    out = tmp_path / "e.npz"
+    cmd = [sys.executable, "-m", "clashx.workflows._cli", *GEN, "--n", "4000", "--chunk-size", "8", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not glob.glob(str(out) + ".parts/chunk-*.npz") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "stopped (SIGTERM); rerun the same command to resume" in err and "Traceback" not in err
+    assert os.path.isdir(str(out) + ".parts") and not os.path.exists(str(out) + ".lock") and not out.exists()

@@ -95,7 +95,7 @@ def test_mjx_engine_is_deterministic(tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["generate", "--scene", "strike", "--shape", "square", "--n", "0", "--out", "x.npz"], "--n 0"),
+        (["generate", "--scene", "strike", "--shape", "square", "--n", "0", "--out", "x.npz"], "argument --n: 0: expected a whole number >= 1"),
         (["generate", "--scene", "strike", "--shape", "square", "--n", "5", "--out", "x.csv"], "end in .npz"),
     ],
 )
@@ -104,6 +104,6 @@ def test_cli_rejects_bad_flags(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_cli_needs_a_shape_for_strikes():
-    with pytest.raises(SystemExit):
-        cli_main(["generate", "--scene", "strike", "--n", "5", "--out", "x.npz"])
+def test_cli_needs_a_shape_for_strikes(capsys):
+    assert cli_main(["generate", "--scene", "strike", "--n", "5", "--out", "x.npz"]) == 2
+    assert "generate --scene strike needs --shape" in capsys.readouterr().err

@@ -66,9 +66,20 @@ def check_outputs_apart(outputs: Mapping[str, str | None], inputs: Mapping[str, 
                     f"{flag} {out!r} is the {in_flag} file this command reads; writing it would destroy the input. "
                     f"Choose another {flag}"
                 )
+            if os.path.isdir(path) and _inside(out, path):
+                raise ValueError(
+                    f"{flag} {out!r} lies inside the {in_flag} folder {path!r} this command reads; writing there "
+                    f"could replace its files. Choose another {flag}"
+                )
         for other_flag, other in outs[:i]:
             if same_path(out, other):
                 raise ValueError(f"{flag} and {other_flag} are the same path {out!r}; give each its own")
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether `path` lies inside `folder` (links followed; `path` need not exist)."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([real, root]) == root and real != root
 
 
 @contextlib.contextmanager
@@ -87,7 +98,13 @@ def output_lock(paths: Mapping[str, str | None], command: str) -> Iterator[None]
             lock = os.path.abspath(os.fspath(path)).rstrip(os.sep) + ".lock"
             if not os.path.isdir(os.path.dirname(lock)):  # the writer makes the folder; nothing to guard yet
                 continue
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise ValueError(
+                    f"{flag} {os.fspath(path)!r}: cannot write in {os.path.dirname(lock)} ({e.strerror}); "
+                    f"choose another {flag}"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:

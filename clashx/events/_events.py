@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from typing import Any
 
@@ -98,6 +99,14 @@ NAN_ALLOWED = {
     "cube-toss": {"params"},
     "pair": {"pre_state", "post_state", "t_impact", "params"},
 }
+# Lower bounds of columns, where known (NaN, unknown, passes), by scene.
+NOT_BELOW: dict[str, dict[str, float]] = {
+    "strike": {"t_touch": 0.0, "t_release": 0.0, "post_velocity_std": 0.0},
+    "cube-toss": {"t_impact": 0.0},
+    "pair": {"t_impact": 0.0},
+}
+# Bounds on magnitudes: SCENE.md's strikes (at most 0.8 m/s) send the block off at under 2 m/s and 40 rad/s.
+NOT_ABOVE: dict[str, dict[str, float]] = {"strike": {"post_velocity": 100.0}, "cube-toss": {}, "pair": {}}
 # Columns a touched row must know (NaN only where the pair never touched), by scene.
 KNOWN_IF_TOUCHED = {
     "strike": ("post_velocity", "t_touch"),
@@ -142,6 +151,13 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
                     ", )", ")"
                 )
             )
+        if arr.dtype.kind not in "biuf":
+            raise EventFileError(
+                f"{where}: {key!r} holds {arr.dtype} values; expected numbers ({'booleans' if kind == 'b' else kind})"
+            )
+        if kind == "b" and arr.dtype.kind != "b" and not np.isin(arr, (0, 1)).all():
+            row = int(np.argmax(~np.isin(arr, (0, 1))))
+            raise EventFileError(f"{where}: {key!r} row {row} is {arr[row]}; expected true/false (or 0/1)")
         if kind == "f":
             arr = arr.astype(np.float64)
             bad = ~np.isfinite(arr) if key not in NAN_ALLOWED[scene] else np.isinf(arr)
@@ -153,6 +169,21 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
         else:
             arr = arr.astype(np.int64)
         out[key] = arr
+    if not n:  # no rows: nothing more to check (readers refuse an empty file, `load_events`)
+        return _with_scalars(out, events, where)
+    for key, low in NOT_BELOW[scene].items():
+        below = out[key].reshape(len(out[key]), -1) < low  # NaN compares False: unknown stays allowed
+        if below.any():
+            row = int(np.argmax(below.any(1)))
+            raise EventFileError(f"{where}: {key!r} row {row} is {out[key][row]}; it cannot be below {low:g}")
+    for key, high in NOT_ABOVE[scene].items():
+        above = np.abs(out[key].reshape(len(out[key]), -1)) > high
+        if above.any():
+            row = int(np.argmax(above.any(1)))
+            raise EventFileError(
+                f"{where}: {key!r} row {row} is {out[key][row]}, beyond the {high:g} any event of this scene can "
+                "reach; check the units (metres, seconds, radians)"
+            )
     for key in KNOWN_IF_TOUCHED[scene]:
         unknown = out["touched"] & ~np.isfinite(out[key].reshape(len(out[key]), -1)).all(1)
         if unknown.any():
@@ -161,6 +192,11 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
                 f"{where}: row {row} is touched but its {key!r} is not finite ({out[key][row]}); fix that event, "
                 "remove it, or mark it untouched (touched = False) if the pair never met"
             )
+    return _with_scalars(out, events, where)
+
+
+def _with_scalars(out: dict[str, np.ndarray], events: dict[str, Any], where: str) -> dict[str, np.ndarray]:
+    """`out` with the event dict's scalar string keys (format, scene, shape, source) and its JSON `meta`, checked."""
     for key in ("format", "scene", "shape", "source"):
         out[key] = np.asarray(str(events.get(key, FORMAT if key == "format" else "")))
     meta = events.get("meta", "{}")
@@ -204,6 +240,8 @@ def read_npz(path: str | os.PathLike, what: str = ".npz file") -> dict[str, np.n
         raise EventFileError(f"{path}: no such file")
     if os.path.isdir(path):
         raise EventFileError(f"{path}: a folder, not a {what}")
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe or device would block or stream
+        raise EventFileError(f"{path}: not a regular file (a pipe or device?); save the {what} to a file")
     with open(path, "rb") as f:
         head = f.read(4)
     if head not in ZIP_MAGIC:
@@ -240,6 +278,8 @@ def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, 
     if str(raw.get("format", "")) != FORMAT:
         raise EventFileError(f"{path}: {_not_events(raw, path)}")
     events = validate_events(raw, where=path)
+    if n_events(events) == 0:
+        raise EventFileError(f"{path}: holds no events (0 rows); nothing to read")
     if scene is not None and str(events["scene"]) != scene:
         raise EventFileError(f"{path}: holds {str(events['scene'])!r} events; this command needs {scene!r} events")
     events["meta"] = json.loads(str(events["meta"]))

@@ -137,6 +137,8 @@ def generate(
     manifest = _manifest(config, scene)
     root = jax.random.PRNGKey(check_seed(config.seed))
     parts = config.out + ".parts"
+    if os.path.exists(config.out) and not os.path.isdir(parts):
+        return _finished(config.out, manifest, report)
     _open_parts(parts, manifest, report)
     try:
         events = _chunks(scene, config, parts, root, progress, report)
@@ -170,6 +172,24 @@ def _chunks(scene, config: GenerateConfig, parts: str, root, progress, report) -
         if progress is not None:
             progress(min((i + 1) * config.chunk_size, config.n), config.n)
     return _events.concat(chunks)
+
+
+def _finished(out: str, manifest: dict, report: Callable[[str], None]) -> dict:
+    """The manifest of an existing `out` made with these settings (nothing to do); a ValueError for any other
+    file there (an event file of other settings, a recording, anything): it is never replaced silently."""
+    try:
+        old = _events.load_events(out)["meta"]
+    except _events.EventFileError:
+        old = None
+    config = old.get("config") if isinstance(old, dict) else None
+    new = json.loads(json.dumps(manifest["config"]))
+    if config == new:
+        report(f"{out} is already complete with these settings; nothing to do")
+        return old
+    changes = describe_changes(config, new, FLAGS) if isinstance(config, dict) else "it is not from `clashx generate`"
+    raise ValueError(
+        f"--out {out} already holds events made with other settings ({changes}); delete it, or choose another --out"
+    )
 
 
 def _open_parts(parts: str, manifest: dict, report: Callable[[str], None]) -> None:

@@ -68,6 +68,10 @@ def load_pair_events(
     params = ev["params"][rows]
     if simulated and (params.shape[1] != scene.space.size or not np.isfinite(params).all()):
         raise EventFileError(f"{path}: pretraining needs simulated events with the {scene.space.size} parameters known")
+    if simulated:
+        scene.space.check(
+            ev["params"][usable], what=f"{path}: 'params' of the touched events (outside the scene's prior)"
+        )
     return {"pre": ev["pre_state"][rows], "post": ev["post_state"][rows], "params": params, "rows": rows}
 
 

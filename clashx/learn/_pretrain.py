@@ -87,6 +87,7 @@ def load_training_events(path: str) -> tuple[str, ParamSpace, np.ndarray, np.nda
     if keep.sum() < 10:
         raise ValueError(f"{path}: only {int(keep.sum())} touched events; generate more")
     space = ParamSpace.from_description(meta["param_space"])
+    space.check(ev["params"], what=f"{path}: 'params' (the simulated values must lie in the file's prior)")
     disp = np.asarray(window_displacement(ev["start_pose"][keep], ev["release_pose"][keep]), np.float64)
     outcome = np.concatenate([ev["post_velocity"][keep], disp], 1)
     return str(ev["shape"]), space, ev["strike"][keep], ev["params"][keep], outcome

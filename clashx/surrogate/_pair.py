@@ -106,6 +106,11 @@ def load_pair_surrogate(run_dir: str | os.PathLike, scene: PairScene) -> PairSur
             damaged (names the file and the fix).
     """
     run_dir = os.fspath(run_dir)
+    if not os.path.exists(os.path.join(run_dir, META_FILE)) and os.path.exists(os.path.join(run_dir, "surrogate.json")):
+        raise ValueError(
+            f"{run_dir}: holds a strike surrogate (surrogate.json), not one of scene {scene.name!r}; "
+            f"drop --scene to use it on strikes, or {_RETRAIN}"
+        )
     meta, meta_path = read_model_meta(
         run_dir,
         META_FILE,

@@ -6,7 +6,9 @@ import argparse
 import math
 import os
 import re
+import signal
 import sys
+import threading
 import time
 
 from ..core import check_output, check_outputs_apart, check_seed, command_line, output_lock
@@ -54,7 +56,8 @@ def _number(kind, low: float, high: float = math.inf, *, low_open: bool = False,
         too_low = value <= low if low_open else value < low
         if not math.isfinite(value) or too_low or value > high:
             bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if high < math.inf else "")
-            raise argparse.ArgumentTypeError(f"{text}: expected a finite number {bound}{what}")
+            number = "a whole number" if kind is int else "a finite number"
+            raise argparse.ArgumentTypeError(f"{text}: expected {number} {bound}{what}")
         return value
 
     return parse
@@ -509,31 +512,71 @@ def _os_message(e: OSError) -> str:
     """An operating-system error as a line naming the path and the fix (our own FileNotFoundErrors say it all)."""
     if e.errno is None or not e.filename:
         return str(e)
-    return f"{e.filename}: {e.strerror}; check the path, that its folder exists and that you may write there"
+    return (
+        f"{e.filename}: {e.strerror}; check the path, that it (or its folder) exists, and that you may read it "
+        "(an input) or write there (an output)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `clashx` console script."""
     parser = build_parser()
-    a = parser.parse_args(_join_pose_values(sys.argv[1:] if argv is None else list(argv)))
-    if a.command == "generate" and a.scene == "strike" and not a.shape:
-        parser.error("generate --scene strike needs --shape")
+    try:
+        a = _parse(parser, _join_pose_values(sys.argv[1:] if argv is None else list(argv)))
+    except SystemExit as e:  # argparse has printed the usage and the flag's error (or --help)
+        return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 2
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     outputs = _paths(a, OUTPUT_FLAGS)
+    if a.command == "evaluate" and a.json and not a.plot:  # the α-curve goes beside the JSON
+        outputs["--json (its .png)"] = os.path.splitext(a.json)[0] + ".png"
+    previous = _on_sigterm()
     try:
         check_outputs_apart(outputs, _paths(a, INPUT_FLAGS) | _scene_file(a))
         with output_lock(outputs, command_line(argv)):
             return a.func(a)
     except (ValueError, RuntimeError) as e:
         message = str(e)
+    except MemoryError:
+        message = "out of memory; ask for less at once (fewer worlds or events, a shorter time, smaller batches)"
     except OSError as e:
         message = _os_message(e)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as e:
         again = "rerun the same command to resume" if a.command in RESUMABLE else "no output was half-written"
-        print(f"\nclashx {a.command}: stopped (Ctrl-C); {again}", file=sys.stderr)
-        return 130
+        how = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
+        print(f"\nclashx {a.command}: stopped ({how}); {again}", file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else 143
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     print(f"clashx {a.command}: error: {message}", file=sys.stderr)
     return 2
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The parsed flags, with the checks that span flags; a bad one exits 2 through `parser.error`."""
+    a = parser.parse_args(argv)
+    if a.command == "generate" and a.scene == "strike" and not a.shape:
+        parser.error("generate --scene strike needs --shape")
+    if getattr(a, "select", None) is not None and not a.select.strip():
+        parser.error("argument --select: empty; give rows like 0:10 or 0,3,7, or leave the flag out for all")
+    if getattr(a, "json", None) and not a.json.endswith(".json"):
+        parser.error(f"argument --json: {a.json!r} does not end in .json; use {a.json}.json")
+    return a
+
+
+class Terminated(BaseException):
+    """SIGTERM (e.g. `timeout`, a batch scheduler) raised as an exception, so outputs and locks are cleaned up."""
+
+
+def _on_sigterm():
+    """Make SIGTERM raise `Terminated` in the main thread; returns the previous handler (None off the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum, frame):
+        raise Terminated
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 RESUMABLE = ("generate", "pretrain", "train-policy")  # these keep their finished chunks, epochs or tables

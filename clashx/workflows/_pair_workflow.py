@@ -218,6 +218,8 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
     Scores each body of the pair by its final position error relative to its travel.
     """
     scene, model = _scene_and_model(spec, model_dir)
+    if config.seconds < scene.dt:
+        raise ValueError(f"--seconds {config.seconds:g}: shorter than one step of the scene ({scene.dt:g} s)")
     engine = resolve_engine(config.engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
     launch, params = scene.sample_inputs(config.n, key=jax.random.PRNGKey(config.seed))
     if params_path:

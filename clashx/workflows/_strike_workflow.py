@@ -121,10 +121,10 @@ def count_outside_ranges(
         i, j = np.argwhere(far)[0]
         unit = f" {units[j]}" if units[j] else ""
         raise ValueError(
-            f"{where}: row {int(rows[i])} has {names[j]} = {x[i, j]:g}{unit}, {excess[i, j]:.1f} range widths "
+            f"{where}: row {int(rows[i])} has {names[j]} = {x[i, j]:g}{unit}, {excess[i, j]:.3g} range widths "
             f"outside what the model was trained on ({lo[j]:g} to {hi[j]:g}{unit}; {int(far.any(1).sum())} such "
             f"rows). Its prediction there would be a guess: check the units, or pass "
-            f"--outside {np.ceil(excess[far].max()):g} to go on anyway"
+            f"--outside {float(np.ceil(excess[far].max())):.3g} to go on anyway"
         )
     return int((excess > 0).any(1).sum())
 
@@ -216,7 +216,27 @@ def read_param_std(path: str, names, fix: str) -> np.ndarray | None:
     missing = [n for n in names if n not in std]
     if missing:
         raise ValueError(f"{path}: 'std' lacks {missing}; re-run `clashx identify`, {fix}")
-    return np.array([float(std[n]) for n in names])
+    numeric = [isinstance(std[n], (int, float)) and not isinstance(std[n], bool) for n in names]
+    out = np.array([float(std[n]) if ok else np.nan for n, ok in zip(names, numeric, strict=True)])
+    bad = ~(np.isfinite(out) & (out > 0))
+    if bad.any():
+        name = names[int(np.argmax(bad))]
+        raise ValueError(
+            f"{path}: 'std' of {name} is {std[name]!r}; a σ is a finite number > 0. Re-run `clashx identify`, {fix}"
+        )
+    return out
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names a key twice (json keeps the last silently)."""
+
+
+def _no_duplicates(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise DuplicateKey(k)
+    return dict(pairs)
 
 
 def read_param_file(path: str, space: ParamSpace, own: dict[str, str | None] | None = None) -> np.ndarray:
@@ -228,9 +248,11 @@ def read_param_file(path: str, space: ParamSpace, own: dict[str, str | None] | N
     """
     try:
         with open(path) as f:
-            raw = json.load(f)
+            raw = json.load(f, object_pairs_hook=_no_duplicates)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such parameter file (write one with `clashx identify`)") from None
+    except DuplicateKey as e:
+        raise ValueError(f"{path}: the key {e.args[0]!r} appears twice; keep one") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not JSON ({e})") from None
     names = list(space.names)
@@ -251,10 +273,12 @@ def read_param_file(path: str, space: ParamSpace, own: dict[str, str | None] | N
     )
     if problems:
         raise ValueError(f"{path}: {'; '.join(problems)}; the model expects exactly {names}")
-    try:
-        p = np.array([float(values[n]) for n in names])
-    except (TypeError, ValueError):
-        raise ValueError(f"{path}: parameter values must be numbers, got {values}") from None
+    bad = [n for n in names if isinstance(values[n], bool) or not isinstance(values[n], (int, float))]
+    if bad:
+        raise ValueError(
+            f"{path}: parameter {bad[0]!r} is {values[bad[0]]!r}; values must be numbers (not strings, true/false or null)"
+        )
+    p = np.array([float(values[n]) for n in names])
     return space.check(p, what=path)
 
 
@@ -444,8 +468,10 @@ def parse_pose(text: str, flag: str) -> np.ndarray:
         vals = [float(v) for v in text.split(",")]
     except ValueError:
         vals = []
-    if len(vals) != 3 or not np.all(np.isfinite(vals)):
+    if len(vals) != 3:
         raise ValueError(f"{flag} {text!r}: expected three numbers x,y,yaw (metres, metres, radians), e.g. 0,0,0")
+    if not np.all(np.isfinite(vals)):
+        raise ValueError(f"{flag} {text!r}: every number must be finite (no nan or inf)")
     return np.asarray(vals, np.float64)
 
 
@@ -520,6 +546,11 @@ def run_optimize(
     )
     res = jax.block_until_ready(res)
     out = describe(res, start, target)
+    if not np.isfinite(out["predicted_rest_pose"]).all():
+        raise ValueError(
+            f"the search ended on a non-finite rest pose ({out['predicted_rest_pose']}); check --params "
+            f"({params_path or 'the parameters in the model folder'}) and the model (`clashx evaluate`)"
+        )
     # the chosen strike once more on the CPU hybrid: what the handler predicted and whether the
     # energy guard had to clamp it (never silent)
 
