@@ -95,7 +95,10 @@ def test_mjx_engine_is_deterministic(tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["generate", "--scene", "strike", "--shape", "square", "--n", "0", "--out", "x.npz"], "argument --n: 0: expected a whole number >= 1"),
+        (
+            ["generate", "--scene", "strike", "--shape", "square", "--n", "0", "--out", "x.npz"],
+            "argument --n: 0: expected a whole number >= 1",
+        ),
         (["generate", "--scene", "strike", "--shape", "square", "--n", "5", "--out", "x.csv"], "end in .npz"),
     ],
 )
