@@ -22,7 +22,6 @@ from clashx import StrikeSim
 from clashx.core import _engine, output_lock
 from clashx.events import _generate
 from clashx.learn._train import train_epochs
-from clashx.pushing import PPOConfig
 from clashx.surrogate import _cube
 from clashx.workflows import _cli
 from clashx.workflows._cli import main
@@ -676,11 +675,6 @@ def test_a_policy_for_the_semi_cylinder_refuses_a_square_s_parameters(files, tmp
            "identified for the 'square' block; the model is for 'semi-cylinder'")  # fmt: skip
 
 
-def test_ppo_records_the_steps_it_will_run(capsys):
-    config = PPOConfig(timesteps=1000)
-    assert config.total_steps() > config.timesteps  # whole updates: the CLI prints both, policy.json keeps both
-
-
 def test_pair_impacts_outside_the_training_ranges_are_refused(ball_events, tmp_path, capsys):
     meta = json.loads((ball_events["model"] / "model.json").read_text())
     assert len(meta["input_ranges"]["low"]) == len(meta["input_ranges"]["high"]) > 0  # recorded at pretraining
@@ -862,3 +856,24 @@ def test_sigterm_stops_cleanly_and_keeps_what_resumes(tmp_path):
     assert proc.returncode == 143, err
     assert "stopped (SIGTERM); rerun the same command to resume" in err and "Traceback" not in err
     assert os.path.isdir(str(out) + ".parts") and not os.path.exists(str(out) + ".lock") and not out.exists()
+
+
+def test_the_probe_s_silent_cases_now_speak(files, tmp_path, capsys):
+    half = tmp_path / "half.npz"
+    raw = dict(np.load(files["events"]))
+    np.savez(half, **(raw | {"strike": raw["strike"].astype(np.float16)}))
+    _fails(["evaluate", "--model", files["model"], "--params", files["params"], "--real", half], capsys,
+           "holds float16 values")  # fmt: skip
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    _fails(["pretrain", "--data", files["events"], "--out", busy], capsys, "holds 1 other file(s) and no clashx output")
+    assert os.listdir(busy) == ["notes.txt"]
+    _fails(["identify", "--model", files["model"], "--real", files["events"], "--out", tmp_path / "p.json",
+            "--starts", "100000"], capsys, "argument --starts: 100000")  # fmt: skip
+    run = tmp_path / "run"
+    argv = ["pretrain", "--data", files["events"], "--out", run, "--epochs", "1", "--batch-size", "64",
+            "--width", "8", "--depth", "1", "--val-fraction", "0.2"]  # fmt: skip
+    assert _run(argv) == 0
+    out = capsys.readouterr().out
+    assert "--batch-size 64 is more than the" in out and "held-out events only: its scores say little" in out

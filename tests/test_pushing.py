@@ -213,7 +213,7 @@ def test_planner_and_policy_episodes_on_a_known_rig(trained):
     assert ep["strikes"] >= 1 and len(ep["poses"]) == ep["strikes"] + 1
 
 
-def test_train_policy_cli(tmp_path, mujoco):
+def test_train_policy_cli(tmp_path, mujoco, capsys):
     from clashx.workflows._cli import main
 
     space = strike_space()
@@ -227,7 +227,11 @@ def test_train_policy_cli(tmp_path, mujoco):
     assert main([*common, "--sim", "mujoco", "--draws", "1", "--timesteps", "20000"]) == 0
     for name in ("policy.npz", "policy.json", "curve.png", "table.npz"):
         assert (out / name).exists(), name
-    assert load_policy(str(out)).simulator == "mujoco"
+    policy = load_policy(str(out))
+    assert policy.simulator == "mujoco"
+    ran = PPOConfig(timesteps=20000).total_steps()  # brax PPO trains in whole updates: more than asked
+    assert policy.info["timesteps_requested"] == 20000 and policy.info["env_steps"] == ran > 20000
+    assert f"--timesteps 20,000 runs {ran:,} strikes" in capsys.readouterr().out
 
 
 def test_param_draws_keep_the_identified_values_first_and_cap_sigma():

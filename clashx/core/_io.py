@@ -36,12 +36,19 @@ def write_text(path: str, text: str) -> None:
         raise
 
 
-def check_output(path: str | os.PathLike, flag: str, *, folder: bool = False, suffix: str | None = None) -> None:
+# Files that mark a folder as a model run (to resume or replace).
+RUN_FILES = frozenset({"checkpoint.json", "surrogate.json", "model.json", "metrics.json"})
+
+
+def check_output(
+    path: str | os.PathLike, flag: str, *, folder: bool = False, run: bool = False, suffix: str | None = None
+) -> None:
     """Raise a ValueError naming `flag` and the fix if `path` cannot be written as a file (or, with `folder`, a folder).
 
     Cheap checks made before any work: the path is not an existing folder where a
     file is wanted (or a file where a folder is), it ends in `suffix` if given,
-    and its nearest existing parent is a folder we may write into.
+    and its nearest existing parent is a folder we may write into.  With `run`
+    (a model's run folder), an existing folder must be empty or hold a run.
     """
     path = os.fspath(path)
     if not path:
@@ -53,6 +60,13 @@ def check_output(path: str | os.PathLike, flag: str, *, folder: bool = False, su
         )
     if folder and os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{flag} {path!r} is a file, not a folder; choose another {flag}")
+    if run and os.path.isdir(path):
+        listing = set(os.listdir(path))
+        if listing and not listing & RUN_FILES:
+            raise ValueError(
+                f"{flag} {path!r} holds {len(listing)} other file(s) and no clashx output; clashx writes its "
+                f"folders whole: choose a new or empty folder (e.g. {os.path.join(path, 'run')})"
+            )
     if not folder and os.path.isdir(path):
         raise ValueError(f"{flag} {path!r} is a folder; give a file name inside it, e.g. {os.path.join(path, 'out')}")
     parent = os.path.dirname(os.path.abspath(path))

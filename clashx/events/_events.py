@@ -155,6 +155,10 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
             raise EventFileError(
                 f"{where}: {key!r} holds {arr.dtype} values; expected numbers ({'booleans' if kind == 'b' else kind})"
             )
+        if arr.dtype == np.float16:
+            raise EventFileError(
+                f"{where}: {key!r} holds float16 values (3 significant digits); save float32 or float64"
+            )
         if kind == "b" and arr.dtype.kind != "b" and not np.isin(arr, (0, 1)).all():
             row = int(np.argmax(~np.isin(arr, (0, 1))))
             raise EventFileError(f"{where}: {key!r} row {row} is {arr[row]}; expected true/false (or 0/1)")

@@ -29,7 +29,7 @@ from ..core import ParamSpace, write_json
 from ..events import load_events, relative_error
 from ..scenes import geometry as geo
 from ..surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
-from ._train import files_sha256, split_indices, train_epochs
+from ._train import files_sha256, split_indices, train_epochs, warn_small_validation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +149,7 @@ def pretrain(
     key = jax.random.PRNGKey(config.seed)
     k_split, k_init, k_shuffle = jax.random.split(key, 3)
     train, val = split_indices(len(strikes), config.val_fraction, k_split)
+    warn_small_validation(len(val), report)
     s_m, v_m, p_m = mirror(strikes[train], vel[train], params[train], space)
     s_tr = jnp.concatenate([jnp.asarray(strikes[train]), s_m])
     v_tr = jnp.concatenate([jnp.asarray(vel[train]), v_m])

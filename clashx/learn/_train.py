@@ -102,6 +102,8 @@ def train_epochs(
     spec = jax.tree.map(eqx.is_inexact_array, model) if trainable is None else trainable
     n = int(data[0].shape[0])
     steps_per_epoch = max(1, n // batch_size)
+    if batch_size > n and report is not None:
+        report(f"--batch-size {batch_size} is more than the {n} training rows: each epoch is one batch of {n}")
     schedule = optax.cosine_decay_schedule(lr, steps_per_epoch * epochs, alpha=0.01)
     opt = optax.adamw(schedule, weight_decay=weight_decay)
     opt_state = opt.init(eqx.filter(model, spec))
@@ -152,6 +154,18 @@ def train_epochs(
         if progress is not None:
             progress(epoch + 1, epochs, metrics)
     return model, history
+
+
+MIN_VALIDATION = 20  # held-out events below which the validation scores are reported with a warning
+
+
+def warn_small_validation(n_val: int, report: Callable[[str], None] | None) -> None:
+    """Say so when the validation split is too small for its scores to mean much."""
+    if n_val < MIN_VALIDATION and report is not None:
+        report(
+            f"validation on {n_val} held-out events only: its scores say little "
+            f"(generate more events or raise --val-fraction for {MIN_VALIDATION} or more)"
+        )
 
 
 def data_fingerprint(data: tuple) -> str:
@@ -213,6 +227,7 @@ def train_on_targets(
     """
     k_split, k_init, k_shuffle = jax.random.split(jax.random.PRNGKey(config.seed), 3)
     train, val = split_indices(len(inputs), config.val_fraction, k_split)
+    warn_small_validation(len(val), report)
     model = make_model(k_init, targets[train].mean(0), targets[train].std(0) + 1e-6)
     x_tr, p_tr, y_tr = (jnp.asarray(a[train], jnp.float32) for a in (inputs, params, targets))
     x_va, p_va, y_va = (jnp.asarray(a[val], jnp.float32) for a in (inputs, params, targets))

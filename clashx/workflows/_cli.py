@@ -123,7 +123,7 @@ def _cmd_ingest(a: argparse.Namespace) -> int:
 
 def _cmd_pretrain(a: argparse.Namespace) -> int:
 
-    check_output(a.out, "--out", folder=True)
+    check_output(a.out, "--out", folder=True, run=True)
     if a.json:
         check_output(a.json, "--json")
     config = PretrainConfig(
@@ -170,7 +170,7 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
     if a.scene:
         return _cmd_pair(a)
 
-    check_output(a.out, "--out", folder=True)
+    check_output(a.out, "--out", folder=True, run=True)
     config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
     r = run_finetune(a.model, a.real, a.select, a.params, a.out, seed=a.seed, config=config)
     print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
@@ -239,6 +239,10 @@ def _cmd_optimize(a: argparse.Namespace) -> int:
         check_output(a.json, "--json")
     config = MBOConfig(population=a.population, generations=a.generations).check()
     start, target = parse_pose(a.start, "--start"), parse_pose(a.target, "--target")
+    for flag, pose in (("--start", start), ("--target", target)):
+        if abs(pose[2]) > math.pi:
+            wrapped = math.remainder(pose[2], 2 * math.pi)
+            print(f"note: {flag} yaw {pose[2]:g} rad is the orientation {wrapped:.4f} rad (yaw is compared modulo 2π)")
     with ProgressBar(f"CMA-ES {a.shape}", "gen") as bar:
         r = run_optimize(a.model, a.params, a.shape, start, target, config, engine=a.engine, seed=a.seed, progress=bar)
     s = r["strike"]
@@ -348,7 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
         q, "strike recording (tracks) or event file (e.g. from `clashx ingest`)", "rows to fit on: 0:10 or 0,4,9"
     )
     q.add_argument("--out", required=True, help="PARAMS.json to write")
-    q.add_argument("--starts", type=POSITIVE, default=16, help="starting points optimised together (default 16)")
+    q.add_argument(
+        "--starts", type=_number(int, 1, 4096), default=16, help="starting points optimised together (default 16)"
+    )
     q.add_argument("--seed", type=_seed, default=0)
     _outside_flag(q)
     _scene_flag(q)

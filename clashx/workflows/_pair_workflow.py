@@ -320,7 +320,7 @@ def cmd_pair(a: argparse.Namespace) -> int:
             print(f"{name:>10} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
         print(f"fit loss {r['loss']:.5f} on {len(r['rows'])} impacts, {r['time_s']:.1f} s -> {a.out}")
     elif a.command == "finetune":
-        check_output(a.out, "--out", folder=True)
+        check_output(a.out, "--out", folder=True, run=True)
         config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
         r = run_pair_finetune(a.scene, a.model, a.real, a.select, a.params, a.out, seed=a.seed, config=config)
         print(f"{r['steps']} steps; {r['reason']}; {r['time_s']:.1f} s -> {a.out}")
