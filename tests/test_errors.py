@@ -846,7 +846,7 @@ def test_pretraining_data_outside_its_prior_is_refused(files, tmp_path, capsys):
 
 def test_sigterm_stops_cleanly_and_keeps_what_resumes(tmp_path):
     out = tmp_path / "e.npz"
-    cmd = [sys.executable, "-m", "clashx.workflows._cli", *GEN, "--n", "4000", "--chunk-size", "8", "--out", str(out)]
+    cmd = [sys.executable, "-m", "clashx.workflows._cli", *GEN, "--n", "4000", "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not glob.glob(str(out) + ".parts/chunk-*.npz") and time.monotonic() < deadline:
@@ -877,3 +877,75 @@ def test_the_probe_s_silent_cases_now_speak(files, tmp_path, capsys):
     assert _run(argv) == 0
     out = capsys.readouterr().out
     assert "--batch-size 64 is more than the" in out and "held-out events only: its scores say little" in out
+
+
+# --- 10: a second probe (49 variants): devices, overflow, twice-given flags, wrong-kind inputs ------
+
+
+def test_a_device_is_never_an_output(files, capsys):
+    _fails(["evaluate", "--model", files["model"], "--params", files["params"], "--real", files["events"],
+            "--plot", "/dev/null"], capsys, "--plot '/dev/null' is a device or pipe, not a file")  # fmt: skip
+    assert not os.path.isfile("/dev/null") and os.path.exists("/dev/null")
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--select", "99999999999999999999"], "a row past the end of"),
+        (["--select", "0:4", "--select", "4:8"], "argument --select: given more than once"),
+        (["--real", "{events}"], "argument --real: given more than once"),
+    ],
+)
+def test_an_overflowing_select_and_twice_given_flags_are_named(files, tmp_path, capsys, argv, words):
+    base = ["identify", "--model", files["model"], "--real", files["events"], "--out", tmp_path / "p.json"]
+    _fails([*base, *(a.format(events=files["events"]) for a in argv)], capsys, words)
+    assert os.listdir(tmp_path) == []
+
+
+def test_event_meta_must_be_a_json_object(files, tmp_path, capsys):
+    raw = dict(np.load(files["events"]))
+    path = tmp_path / "meta.npz"
+    np.savez(path, **(raw | {"meta": np.array("[1, 2, 3]")}))
+    _fails(["identify", "--model", files["model"], "--real", path, "--out", tmp_path / "p.json"], capsys,
+           "'meta' is JSON but not an object (list)")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "source, kind, fix",
+    [
+        ("cube-toss", "a strike recording, not a cube-toss file", "use --source strike-lab"),
+        ("strike-lab", "an event file, not a strike recording", "it needs no ingesting"),
+    ],
+)
+def test_ingest_names_what_the_file_is(files, tmp_path, capsys, source, kind, fix):
+    path = clashx.lab_recording("square", "fit") if source == "cube-toss" else files["events"]
+    _fails(["ingest", "--source", source, "--input", path, "--out", tmp_path / "e.npz"], capsys, kind, fix)
+    assert os.listdir(tmp_path) == []
+
+
+def test_plan_refuses_one_file_as_done_and_ran(files, tmp_path, capsys):
+    _fails(["plan", "--shape", "square", "--model", files["model"], "--params", files["params"], "--done",
+            files["events"], "--ran", files["events"], "--out", tmp_path / "n.csv"], capsys,
+           "--done and --ran are the same file")  # fmt: skip
+
+
+def test_a_model_that_is_a_file_says_so(files, tmp_path, capsys):
+    _fails(["predict", "--model", files["params"], "--params", files["params"], "--events", files["events"],
+            "--out", tmp_path / "p.npz"], capsys, "a file, not a model folder")  # fmt: skip
+
+
+def test_identify_on_too_few_strikes_warns(files, tmp_path, capsys):
+    touched = int(np.flatnonzero(np.load(files["events"])["touched"])[0])
+    assert _run(["identify", "--model", files["model"], "--real", files["events"], "--select", str(touched),
+                 "--out", tmp_path / "p.json", "--starts", "2"]) == 0  # fmt: skip
+    assert "1 strike(s) give 3 numbers for 8 parameters" in capsys.readouterr().err
+
+
+def test_a_pair_model_refuses_a_scene_whose_mjcf_changed(ball_events, tmp_path, capsys):
+    scene = tmp_path / "big.py"
+    scene.write_text(
+        f"import sys\nsys.path.insert(0, {os.path.dirname(BALL)!r})\nimport ball_on_table as b\n"
+        "class BigBall(b.BallOnTable):\n    def mjcf(self):\n        return b.XML.replace('mass=\"0.05\"', 'mass=\"0.5\"')\n"
+    )
+    _fails(["predict", "--scene", f"{scene}:BigBall", "--model", ball_events["model"], "--events",
+            ball_events["events"], "--out", tmp_path / "p.npz"], capsys, "trained on another MJCF")  # fmt: skip

@@ -7,6 +7,7 @@ from ._checks import check_seed as check_seed
 from ._checks import command_line as command_line
 from ._checks import nonfinite_leaves as nonfinite_leaves
 from ._checks import output_lock as output_lock
+from ._checks import same_path as same_path
 from ._engine import resolve_engine as resolve_engine
 from ._io import check_output as check_output
 from ._io import check_space as check_space

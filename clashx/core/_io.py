@@ -118,6 +118,8 @@ def read_model_meta(
         ValueError: the file is not a JSON object or lacks one of `keys` (names the file and the fix).
     """
     meta_path = os.path.join(os.fspath(run_dir), meta_file)
+    if os.path.isfile(os.fspath(run_dir)):
+        raise FileNotFoundError(f"{os.fspath(run_dir)}: a file, not a model folder; {fix}")
     if not os.path.exists(meta_path):
         raise FileNotFoundError(f"{os.fspath(run_dir)}: no {meta_file}; {fix}")
     try:

@@ -247,8 +247,10 @@ class ParamSpace(eqx.Module):
             bad = ~np.isfinite(col) | (col < self.low[j] - 1e-12) | (col > self.high[j] + 1e-12)
             if bad.any():
                 i = int(np.argmax(bad))
+                row = f"row {i}: " if values.ndim > 1 else ""
                 raise ValueError(
-                    f"{what}: row {i}: {name}={float(col[i])!r} is outside the prior range [{self.low[j]}, {self.high[j]}]"
+                    f"{what}: {row}{name}={float(col[i])!r} is outside the prior range [{self.low[j]}, {self.high[j]}]; "
+                    "use a value inside it"
                 )
         return values
 

@@ -206,9 +206,13 @@ def _with_scalars(out: dict[str, np.ndarray], events: dict[str, Any], where: str
     meta = events.get("meta", "{}")
     meta = meta if isinstance(meta, str) else (meta.item() if isinstance(meta, np.ndarray) else json.dumps(meta))
     try:
-        json.loads(meta)
+        parsed = json.loads(meta)
     except json.JSONDecodeError as e:
-        raise EventFileError(f"{where}: 'meta' is not a JSON object ({e})") from None
+        raise EventFileError(f"{where}: 'meta' is not a JSON object ({e}); write the file again") from None
+    if not isinstance(parsed, dict):
+        raise EventFileError(
+            f"{where}: 'meta' is JSON but not an object ({type(parsed).__name__}); write the file again"
+        )
     out["meta"] = np.asarray(meta)
     return out
 

@@ -126,6 +126,13 @@ def load_pair_surrogate(run_dir: str | os.PathLike, scene: PairScene) -> PairSur
             f"--scene is {scene.name!r} with {scene.window} s; pass the scene it was trained for or {_RETRAIN}"
         )
     check_space(run_dir, meta, scene.space)
+    want = scene.describe().get("mjcf_sha256")
+    if meta.get("mjcf_sha256") not in (None, want):
+        raise ValueError(
+            f"{meta_path}: trained on another MJCF than --scene {scene.name!r} gives now (SHA-256 "
+            f"{str(meta['mjcf_sha256'])[:12]}… there, {str(want)[:12]}… now: bodies, sizes or masses changed); "
+            f"pass the scene it was trained for or {_RETRAIN}"
+        )
 
     def skeleton() -> PairSurrogate:
         return make_pair_surrogate(

@@ -110,6 +110,7 @@ def _cmd_generate(a: argparse.Namespace) -> int:
 def _cmd_ingest(a: argparse.Namespace) -> int:
 
     check_output(a.out, "--out", suffix=".npz")
+    _check_source(a.input, a.source)
     if a.source == "strike-lab" and a.method == "sim":
         events = ingest_by_simulation(read_npz(a.input, "strike recording"), a.input)
     elif a.source == "strike-lab":
@@ -119,6 +120,20 @@ def _cmd_ingest(a: argparse.Namespace) -> int:
     save_events(a.out, events)
     print(f"{n_events(events)} {events['scene']} events from {a.input} -> {a.out}")
     return 0
+
+
+def _check_source(path: str, source: str) -> None:
+    """A ValueError when `path` is plainly another kind of file than `--source` reads, saying which."""
+    wanted = {"strike-lab": "strike recording", "cube-toss": "cube-toss file"}[source]
+    raw = read_npz(path, f".npz {wanted}")
+    kind = ("event file" if "format" in raw else "strike recording" if "block_pose" in raw and "offsets" in raw
+            else "cube-toss file" if "states" in raw else None)  # fmt: skip
+    if kind is not None and kind != wanted:
+        fix = {"event file": "it needs no ingesting: pass it to identify, evaluate or predict as it is",
+               "strike recording": "use --source strike-lab",
+               "cube-toss file": "use --source cube-toss"}[kind]  # fmt: skip
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise ValueError(f"--input {path}: {article} {kind}, not a {wanted}; {fix}")
 
 
 def _cmd_pretrain(a: argparse.Namespace) -> int:
@@ -155,7 +170,9 @@ def _cmd_identify(a: argparse.Namespace) -> int:
         return _cmd_pair(a)
 
     check_output(a.out, "--out")
-    r = run_identify(a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts, outside=a.outside)
+    r = run_identify(
+        a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts, outside=a.outside, report=_stderr
+    )
     warn_outside(r["outside_training_ranges"], len(r["rows"]), "strikes")
     if "stages" in r:
         g = r["stages"]["ground"]
@@ -537,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
         outputs["--json (its .png)"] = os.path.splitext(a.json)[0] + ".png"
     previous = _on_sigterm()
     try:
+        for flag, path in outputs.items():
+            if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+                raise ValueError(f"{flag} {path!r} is a device or pipe, not a file; give a file path")
         check_outputs_apart(outputs, _paths(a, INPUT_FLAGS) | _scene_file(a))
         with output_lock(outputs, command_line(argv)):
             return a.func(a)
@@ -561,6 +581,10 @@ def main(argv: list[str] | None = None) -> int:
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """The parsed flags, with the checks that span flags; a bad one exits 2 through `parser.error`."""
     a = parser.parse_args(argv)
+    given = [arg.split("=", 1)[0] for arg in argv if arg.startswith("--")]
+    twice = sorted({f for f in given if given.count(f) > 1})
+    if twice:
+        parser.error(f"argument {twice[0]}: given more than once; pass it once")
     if a.command == "generate" and a.scene == "strike" and not a.shape:
         parser.error("generate --scene strike needs --shape")
     if getattr(a, "select", None) is not None and not a.select.strip():
@@ -568,6 +592,10 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     if getattr(a, "json", None) and not a.json.endswith(".json"):
         parser.error(f"argument --json: {a.json!r} does not end in .json; use {a.json}.json")
     return a
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 class Terminated(BaseException):

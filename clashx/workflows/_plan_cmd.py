@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from ..core import check_output, write_json, write_text
+from ..core import check_output, same_path, write_json, write_text
 from ..optimize import LABEL_NOISE, PlanConfig, model_error, plan
 from ..surrogate import load_or_shipped
 from ._strike_workflow import load_real, read_param_std, read_params
@@ -64,6 +64,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
     check_output(a.out, "--out", suffix=".csv")
     if a.json:
         check_output(a.json, "--json")
+    if a.done and a.ran and same_path(a.done, a.ran):
+        raise ValueError(f"--done and --ran are the same file {a.done!r}: its strikes would count twice; pass it once")
     config = PlanConfig(k=a.k, criterion=a.criterion, candidates=a.candidates, seed=a.seed)
     r = run_plan(a.model, a.shape, a.params, a.done, a.out, config, ran=a.ran)
     for s in r["strikes"]:

@@ -18,6 +18,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -51,6 +52,8 @@ def parse_select(text: str, n: int, where: str) -> np.ndarray:
             rows = np.array([int(p) for p in text.split(",")], dtype=np.int64)
     except ValueError:
         raise ValueError(f"--select {text!r}: expected a slice like 0:10 or a list like 0,3,7") from None
+    except OverflowError:
+        raise ValueError(f"--select {text!r}: a row past the end of {where}, which has {n} events") from None
     if ":" in text:
         past = [b for b in parts[:2] if b is not None and not -n <= b <= n]
         if past:
@@ -299,6 +302,7 @@ def run_identify(
     seed: int = 0,
     n_starts: int = 16,
     outside: float = OUTSIDE,
+    report: Callable[[str], None] | None = None,
 ) -> dict:
     """`clashx identify`: fit the parameters on the selected strikes, write PARAMS.json; returns its content.
 
@@ -312,6 +316,11 @@ def run_identify(
     model = _model_for(model_dir, real)
     strikes, vel, rows = load_real(real, select, model.shape)
     n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
+    if 3 * len(rows) < model.space.size and report is not None:
+        report(
+            f"warning: {len(rows)} strike(s) give {3 * len(rows)} numbers for {model.space.size} parameters; "
+            "most stay at their prior (see the σ); fit on more strikes"
+        )
     t0 = time.perf_counter()
     key = jax.random.PRNGKey(seed)
     extra = {}
