@@ -555,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = _on_sigterm()
     try:
         for flag, path in outputs.items():
-            if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+            if path and os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
                 raise ValueError(f"{flag} {path!r} is a device or pipe, not a file; give a file path")
         check_outputs_apart(outputs, _paths(a, INPUT_FLAGS) | _scene_file(a))
         with output_lock(outputs, command_line(argv)):

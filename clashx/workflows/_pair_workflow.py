@@ -72,6 +72,27 @@ def _count_outside(scene: PairScene, model_dir: str | None, data: dict, where: s
     return count_outside_ranges(feats, *ranges, names, ("",) * len(names), data["rows"], where, outside)
 
 
+def _predictions(
+    model: PairSurrogate, data: dict, params_path: str | None, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(parameters, post-window states) of the impacts in `data`: at PARAMS.json's values, else the events' own
+    (simulated events); a non-finite prediction is a ValueError naming its row (nothing is written)."""
+    if params_path:
+        params = np.broadcast_to(read_params(params_path, model), data["params"].shape)
+    elif np.isfinite(data["params"]).all():
+        params = data["params"]
+    else:
+        raise ValueError(f"{where}: the events' parameters are unknown (real impacts); pass --params PARAMS.json")
+    pred = np.asarray(predict_pair(model, data["pre"], params), np.float64)
+    if not np.isfinite(pred).all():
+        row = int(data["rows"][np.argmax(~np.isfinite(pred).all(1))])
+        raise ValueError(
+            f"{where}: the model's prediction for row {row} is not finite; nothing was written. "
+            "Check that row's pre_state and the parameters, or retrain the model"
+        )
+    return params, pred
+
+
 def run_pair_identify(
     spec: str,
     model_dir: str | None,
@@ -149,16 +170,7 @@ def run_pair_evaluate(
     scene, model = _scene_and_model(spec, model_dir)
     data = _events(real, scene, select)
     n_outside = _count_outside(scene, model_dir, data, real, outside)
-    if params_path:
-        params = np.broadcast_to(read_params(params_path, model), data["params"].shape)
-    elif np.isfinite(data["params"]).all():
-        params = data["params"]
-    else:
-        raise ValueError(f"{real}: the events' parameters are unknown (real impacts); pass --params PARAMS.json")
-    pred = predict_pair(model, data["pre"], params)
-    if not np.isfinite(pred).all():
-        row = int(data["rows"][np.argmax(~np.isfinite(pred).all(1))])
-        raise ValueError(f"{real}: the model's prediction for row {row} is not finite; check it and the parameters")
+    params, _ = _predictions(model, data, params_path, real)
     scores = pair_scores(model, data["pre"], data["post"], params, alpha=alpha)
     head = {"scene": scene.name, "alpha": alpha, "alpha_accuracy": scores[f"alpha_{alpha}"]}
     return head | scores | {"outside_training_ranges": n_outside}
@@ -174,19 +186,7 @@ def run_pair_predict(
     scene, model = _scene_and_model(spec, model_dir)
     data = _events(events, scene, None)
     n_outside = _count_outside(scene, model_dir, data, events, outside)
-    if params_path:
-        params = np.broadcast_to(read_params(params_path, model), data["params"].shape)
-    elif np.isfinite(data["params"]).all():
-        params = data["params"]
-    else:
-        raise ValueError(f"{events}: the events' parameters are unknown (real impacts); pass --params PARAMS.json")
-    pred = np.asarray(predict_pair(model, data["pre"], params), np.float64)
-    if not np.isfinite(pred).all():
-        row = int(data["rows"][np.argmax(~np.isfinite(pred).all(1))])
-        raise ValueError(
-            f"{events}: the model's prediction for row {row} is not finite; nothing was written. "
-            "Check that row's pre_state and the parameters, or retrain the model"
-        )
+    params, pred = _predictions(model, data, params_path, events)
     n = len(load_events(events)["touched"])
     post = np.full((n, pred.shape[1]), np.nan)
     post[data["rows"]] = pred
