@@ -51,7 +51,7 @@ def same_path(a: str | os.PathLike, b: str | os.PathLike) -> bool:
 
 
 def check_outputs_apart(outputs: Mapping[str, str | None], inputs: Mapping[str, str | None]) -> None:
-    """Raise a ValueError if an output path is an input's path, another output's, or a folder output holds an input.
+    """Raise a ValueError if an output path is an input's, another output's, inside an input folder, or a device.
 
     Args:
         outputs: flag -> path a command writes (None: not given).
@@ -60,6 +60,8 @@ def check_outputs_apart(outputs: Mapping[str, str | None], inputs: Mapping[str, 
     outs = [(f, os.fspath(p)) for f, p in outputs.items() if p]
     ins = [(f, os.fspath(p)) for f, p in inputs.items() if p]
     for i, (flag, out) in enumerate(outs):
+        if os.path.exists(out) and not (os.path.isfile(out) or os.path.isdir(out)):
+            raise ValueError(f"{flag} {out!r} is a device or pipe, not a file; give a file path")
         for in_flag, path in ins:
             if same_path(out, path):
                 raise ValueError(

@@ -31,6 +31,12 @@ def check_recording(raw: dict[str, Any], where: str) -> tuple[str, np.ndarray]:
         return EventFileError(f"{where}: {what}")
 
     missing = [k for k in REQUIRED_KEYS if k not in raw]
+    if missing and "format" in raw:
+        raise fail(
+            "an event file, not a strike recording; it needs no ingesting: pass it to identify or predict as it is"
+        )
+    if missing and "states" in raw:
+        raise fail("cube tosses, not a strike recording; use --source cube-toss")
     if missing:
         raise fail(
             f"missing key(s) {missing}; a strike recording needs {list(REQUIRED_KEYS)} (clashx.events._ingest_strike docs)"

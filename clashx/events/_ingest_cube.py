@@ -92,6 +92,10 @@ MAX_POSITION = 10.0  # m: farther from the origin than any table-top toss (Conta
 def _read(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     raw = read_npz(path, ".npz cube-toss file")
     missing = [k for k in ("states", "offsets", "toss_ids") if k not in raw]
+    if missing and "format" in raw:
+        raise EventFileError(f"{path}: an event file, not cube tosses; it needs no ingesting")
+    if missing and "block_pose" in raw:
+        raise EventFileError(f"{path}: a strike recording, not cube tosses; use --source strike-lab")
     if missing:
         raise EventFileError(
             f"{path}: missing key(s) {missing}; a cube-toss file holds states (N, 13), offsets (n + 1,) and toss_ids (n,)"

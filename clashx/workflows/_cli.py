@@ -6,18 +6,17 @@ import argparse
 import math
 import os
 import re
-import signal
 import sys
-import threading
 import time
 
-from ..core import check_output, check_outputs_apart, check_seed, command_line, output_lock
+from ..core import check_output, command_line
 from ..events import GenerateConfig, generate, ingest_cube_tosses, ingest_strike_file, n_events, read_npz, save_events
 from ..hybrid import ingest_by_simulation
 from ..learn import FinetuneConfig, PretrainConfig, pretrain, pretrain_pair
 from ..optimize import MBOConfig
 from ..scenes import geometry as geo
 from ..scenes import load_scene, make_scene
+from ._boundary import LEARNING_RATE, POSITIVE, POSITIVE_FLOAT, number_arg, run_guarded, seed_arg
 from ._demo import run_demo
 from ._pair_workflow import cmd_pair
 from ._plan_cmd import cmd_plan
@@ -37,43 +36,6 @@ from ._strike_workflow import (
 )
 
 POSE_FLAGS = ("--start", "--target")
-# The flags whose paths a command reads, and those it writes: an output that is an input is refused,
-# and each output is locked while the command writes it (`clashx.core.output_lock`).
-INPUT_FLAGS = ("data", "real", "params", "model", "events", "input", "done", "ran")
-OUTPUT_FLAGS = ("out", "json", "plot")
-
-
-def _number(kind, low: float, high: float = math.inf, *, low_open: bool = False, what: str = ""):
-    """An argparse type: a finite `kind` in [low, high] (or (low, high] with `low_open`); the message says the range."""
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {'a whole number' if kind is int else 'a number'}"
-            ) from None
-        too_low = value <= low if low_open else value < low
-        if not math.isfinite(value) or too_low or value > high:
-            bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if high < math.inf else "")
-            number = "a whole number" if kind is int else "a finite number"
-            raise argparse.ArgumentTypeError(f"{text}: expected {number} {bound}{what}")
-        return value
-
-    return parse
-
-
-def _seed(text: str) -> int:
-    """An argparse type: a seed in [0, 2**32)."""
-    try:
-        return check_seed(int(text))
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("--seed ")) from None
-
-
-POSITIVE = _number(int, 1)
-POSITIVE_FLOAT = _number(float, 0.0, low_open=True)
-LEARNING_RATE = _number(float, 0.0, 1.0, low_open=True, what=" (a learning rate, e.g. 1e-3)")
 SCENE_HELP = "MODULE:CLASS or path/to/file.py:CLASS of a clashx.PairScene (README: Your own scene)"
 
 
@@ -110,7 +72,6 @@ def _cmd_generate(a: argparse.Namespace) -> int:
 def _cmd_ingest(a: argparse.Namespace) -> int:
 
     check_output(a.out, "--out", suffix=".npz")
-    _check_source(a.input, a.source)
     if a.source == "strike-lab" and a.method == "sim":
         events = ingest_by_simulation(read_npz(a.input, "strike recording"), a.input)
     elif a.source == "strike-lab":
@@ -120,20 +81,6 @@ def _cmd_ingest(a: argparse.Namespace) -> int:
     save_events(a.out, events)
     print(f"{n_events(events)} {events['scene']} events from {a.input} -> {a.out}")
     return 0
-
-
-def _check_source(path: str, source: str) -> None:
-    """A ValueError when `path` is plainly another kind of file than `--source` reads, saying which."""
-    wanted = {"strike-lab": "strike recording", "cube-toss": "cube-toss file"}[source]
-    raw = read_npz(path, f".npz {wanted}")
-    kind = ("event file" if "format" in raw else "strike recording" if "block_pose" in raw and "offsets" in raw
-            else "cube-toss file" if "states" in raw else None)  # fmt: skip
-    if kind is not None and kind != wanted:
-        fix = {"event file": "it needs no ingesting: pass it to identify, evaluate or predict as it is",
-               "strike recording": "use --source strike-lab",
-               "cube-toss file": "use --source cube-toss"}[kind]  # fmt: skip
-        article = "an" if kind[0] in "aeiou" else "a"
-        raise ValueError(f"--input {path}: {article} {kind}, not a {wanted}; {fix}")
 
 
 def _cmd_pretrain(a: argparse.Namespace) -> int:
@@ -217,7 +164,7 @@ def _cmd_evaluate(a: argparse.Namespace) -> int:
 def _outside_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--outside",
-        type=_number(float, 0.0),
+        type=number_arg(float, 0.0),
         default=OUTSIDE,
         help="strikes outside the ranges the model was trained on are counted in a warning; one further out than "
         f"this many range widths is an error (default {OUTSIDE})",
@@ -318,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--scene", required=True, help=f"strike, cube-toss, or your own: {SCENE_HELP}")
     g.add_argument("--shape", choices=geo.SHAPES, help="block shape (strike scene)")
     g.add_argument("--n", type=POSITIVE, required=True, help="number of events")
-    g.add_argument("--seed", type=_seed, default=0)
+    g.add_argument("--seed", type=seed_arg, default=0)
     g.add_argument("--out", required=True, help="output event file (.npz); OUT.parts/ holds chunks until done")
     g.add_argument("--chunk-size", type=POSITIVE, default=1024, help="events per saved chunk (default 1024)")
     _engine_flag(
@@ -355,8 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=LEARNING_RATE, default=2e-3)
     p.add_argument("--width", type=POSITIVE, default=256)
     p.add_argument("--depth", type=POSITIVE, default=4)
-    p.add_argument("--val-fraction", type=_number(float, 0.0, 0.5, low_open=True), default=0.05)
-    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--val-fraction", type=number_arg(float, 0.0, 0.5, low_open=True), default=0.05)
+    p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument("--json", help="write the validation metrics here")
     _scene_flag(p)
     p.set_defaults(func=_cmd_pretrain)
@@ -370,9 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--out", required=True, help="PARAMS.json to write")
     q.add_argument(
-        "--starts", type=_number(int, 1, 4096), default=16, help="starting points optimised together (default 16)"
+        "--starts", type=number_arg(int, 1, 4096), default=16, help="starting points optimised together (default 16)"
     )
-    q.add_argument("--seed", type=_seed, default=0)
+    q.add_argument("--seed", type=seed_arg, default=0)
     _outside_flag(q)
     _scene_flag(q)
     q.set_defaults(func=_cmd_identify)
@@ -385,10 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--params", required=True, help="PARAMS.json from `clashx identify`")
     f.add_argument("--out", required=True, help="run folder of the fine-tuned surrogate")
     f.add_argument("--lr", type=LEARNING_RATE, default=3e-4)
-    f.add_argument("--max-steps", type=_number(int, 0), default=200)
-    f.add_argument("--folds", type=_number(int, 2, what=" (and at most the number of events)"), default=5)
+    f.add_argument("--max-steps", type=number_arg(int, 0), default=200)
+    f.add_argument("--folds", type=number_arg(int, 2, what=" (and at most the number of events)"), default=5)
     f.add_argument(
-        "--pull", type=_number(float, 0.0), default=1e-3, help="weight of the L2 pull toward the pretrained weights"
+        "--pull", type=number_arg(float, 0.0), default=1e-3, help="weight of the L2 pull toward the pretrained weights"
     )
     f.add_argument(
         "--scope",
@@ -396,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="head",
         help="which weights move (default head: the last layer and the output scales)",
     )
-    f.add_argument("--seed", type=_seed, default=0)
+    f.add_argument("--seed", type=seed_arg, default=0)
     _scene_flag(f)
     f.set_defaults(func=_cmd_finetune)
 
@@ -407,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--select", help="rows to score (default: all)")
     e.add_argument(
         "--alpha",
-        type=_number(float, 0.0, 1.0, low_open=True, what=" (a relative error: 0.1 is 10 %)"),
+        type=number_arg(float, 0.0, 1.0, low_open=True, what=" (a relative error: 0.1 is 10 %)"),
         default=0.1,
         help="score the fraction of events predicted within α relative error, 0 < α <= 1 (default 0.1)",
     )
@@ -424,7 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--model", required=True, help="run folder of `clashx pretrain --scene` (or finetune)")
     h.add_argument("--params", help="PARAMS.json (default: parameters drawn from the prior, one per world)")
     h.add_argument("--n", type=POSITIVE, default=64, help="worlds (default 64)")
-    h.add_argument("--seed", type=_seed, default=1, help="seed of the launches (default 1; generation's default is 0)")
+    h.add_argument(
+        "--seed", type=seed_arg, default=1, help="seed of the launches (default 1; generation's default is 0)"
+    )
     h.add_argument(
         "--seconds", type=POSITIVE_FLOAT, default=2.0, help="at most this long; stops once every world rests"
     )
@@ -453,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--shape", required=True, choices=geo.SHAPES)
     o.add_argument("--start", default="0,0,0", help="block start pose x,y,yaw (m, m, rad), e.g. -0.1,0,0")
     o.add_argument("--target", required=True, help="target pose x,y,yaw (m, m, rad), e.g. 0.2,-0.05,0.3")
-    o.add_argument("--population", type=_number(int, 2), default=16)
+    o.add_argument("--population", type=number_arg(int, 2), default=16)
     o.add_argument("--generations", type=POSITIVE, default=20)
     _engine_flag(
         o,
@@ -461,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
         "mjx-hybrid",
         "cpu-hybrid: the rule on MuJoCo C (fastest on a CPU); mjx-hybrid: on MJX, one jit",
     )
-    o.add_argument("--seed", type=_seed, default=0)
+    o.add_argument("--seed", type=seed_arg, default=0)
     o.add_argument("--json", help="write the strike, predicted rest pose and search history here")
     o.set_defaults(func=_cmd_optimize)
 
@@ -486,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
         "largest spread of the prediction over posterior draws; random: the baseline",
     )
     n.add_argument("--candidates", type=POSITIVE, default=2048, help="candidate strikes over the lab's ranges")
-    n.add_argument("--seed", type=_seed, default=0)
+    n.add_argument("--seed", type=seed_arg, default=0)
     n.add_argument("--out", required=True, help="NEXT.csv (header theta,theta1,v_pre) for strike_lab.py --strikes")
     n.add_argument("--json", help="write the plan (strikes, scores, σ before and after) here")
     n.set_defaults(func=_cmd_plan)
@@ -506,13 +455,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         help="parameter draws for domain randomisation, the identified values ± their σ (default 8; 1: none)",
     )
-    t.add_argument("--seed", type=_seed, default=0)
+    t.add_argument("--seed", type=seed_arg, default=0)
     t.set_defaults(func=_cmd_train_policy)
 
     d = sub.add_parser("demo", help="the main job end to end on shipped data, at a size for a laptop (~3 min)")
     d.add_argument("--out", default="clashx-demo", help="folder for the PNGs and summary.json (default clashx-demo)")
     d.add_argument("--shapes", default=",".join(geo.SHAPES), help="block shapes, comma-separated (default: all three)")
-    d.add_argument("--seed", type=_seed, default=0)
+    d.add_argument("--seed", type=seed_arg, default=0)
     d.add_argument("--no-cube", action="store_true", help="skip the real cube tosses")
     d.set_defaults(func=_cmd_demo)
     return ap
@@ -531,16 +480,6 @@ def _join_pose_values(argv: list[str]) -> list[str]:
     return out
 
 
-def _os_message(e: OSError) -> str:
-    """An operating-system error as a line naming the path and the fix (our own FileNotFoundErrors say it all)."""
-    if e.errno is None or not e.filename:
-        return str(e)
-    return (
-        f"{e.filename}: {e.strerror}; check the path, that it (or its folder) exists, and that you may read it "
-        "(an input) or write there (an output)"
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `clashx` console script."""
     parser = build_parser()
@@ -549,33 +488,11 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse has printed the usage and the flag's error (or --help)
         return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 2
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    outputs = _paths(a, OUTPUT_FLAGS)
-    if a.command == "evaluate" and a.json and not a.plot:  # the α-curve goes beside the JSON
-        outputs["--json (its .png)"] = os.path.splitext(a.json)[0] + ".png"
-    previous = _on_sigterm()
-    try:
-        for flag, path in outputs.items():
-            if path and os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
-                raise ValueError(f"{flag} {path!r} is a device or pipe, not a file; give a file path")
-        check_outputs_apart(outputs, _paths(a, INPUT_FLAGS) | _scene_file(a))
-        with output_lock(outputs, command_line(argv)):
-            return a.func(a)
-    except (ValueError, RuntimeError) as e:
-        message = str(e)
-    except MemoryError:
-        message = "out of memory; ask for less at once (fewer worlds or events, a shorter time, smaller batches)"
-    except OSError as e:
-        message = _os_message(e)
-    except (KeyboardInterrupt, Terminated) as e:
-        again = "rerun the same command to resume" if a.command in RESUMABLE else "no output was half-written"
-        how = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
-        print(f"\nclashx {a.command}: stopped ({how}); {again}", file=sys.stderr)
-        return 130 if isinstance(e, KeyboardInterrupt) else 143
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    print(f"clashx {a.command}: error: {message}", file=sys.stderr)
-    return 2
+    return run_guarded(a, command_line(argv))
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
@@ -592,39 +509,6 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     if getattr(a, "json", None) and not a.json.endswith(".json"):
         parser.error(f"argument --json: {a.json!r} does not end in .json; use {a.json}.json")
     return a
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr)
-
-
-class Terminated(BaseException):
-    """SIGTERM (e.g. `timeout`, a batch scheduler) raised as an exception, so outputs and locks are cleaned up."""
-
-
-def _on_sigterm():
-    """Make SIGTERM raise `Terminated` in the main thread; returns the previous handler (None off the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def stop(signum, frame):
-        raise Terminated
-
-    return signal.signal(signal.SIGTERM, stop)
-
-
-RESUMABLE = ("generate", "pretrain", "train-policy")  # these keep their finished chunks, epochs or tables
-
-
-def _paths(a: argparse.Namespace, names: tuple[str, ...]) -> dict[str, str | None]:
-    """{"--flag": path} of the parsed flags in `names` that the command has."""
-    return {f"--{name.replace('_', '-')}": getattr(a, name) for name in names if getattr(a, name, None)}
-
-
-def _scene_file(a: argparse.Namespace) -> dict[str, str]:
-    """{"--scene": path} when --scene names a file (path/to/file.py:CLASS)."""
-    where = (getattr(a, "scene", None) or "").rpartition(":")[0]
-    return {"--scene": where} if where.endswith(".py") else {}
 
 
 if __name__ == "__main__":

@@ -182,7 +182,7 @@ def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np
     ev, _ = read_real(path)
     if str(ev["shape"]) != shape:
         raise ValueError(f"{path}: events of the {str(ev['shape'])!r} block; the model is for {shape!r}")
-    usable = ev["touched"] & np.isfinite(ev["post_velocity"]).all(1)
+    usable = ev["touched"]  # a touched row has a finite velocity (`validate_events`)
     if not select:  # every event with a velocity
         rows = np.flatnonzero(usable)
         if len(rows) == 0:
