@@ -21,6 +21,7 @@ CHECKED = (
     "clashx.surrogate._pair",
     "clashx.hybrid._rule",
     "clashx.scenes._pair_state",
+    "clashx.scenes._pair_contact",
     "clashx.scenes._scene",
     "clashx.learn._pair_learn",
 )

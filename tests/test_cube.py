@@ -11,6 +11,7 @@ import pytest
 from clashx.baselines import _cube_fit as F
 from clashx.hybrid import _toss_rollouts as R
 from clashx.learn import _cube_learn as L
+from clashx.scenes import _cube_flight as CF
 from clashx.scenes import _toss as T
 from clashx.surrogate import _cube as C
 
@@ -98,9 +99,9 @@ def test_features_invariant_targets_equivariant(c_events):
 
 def test_flight_time_against_dense_search():
     states, _ = random_states(6, seed=5)
-    t = np.asarray(jax.jit(jax.vmap(T.flight_time))(jnp.asarray(states, jnp.float32)))
+    t = np.asarray(jax.jit(jax.vmap(CF.flight_time))(jnp.asarray(states, jnp.float32)))
     grid = jnp.arange(0.0, 0.4, 1e-6)
-    lowest = jax.jit(jax.vmap(lambda s, tau: T.lowest_corner_z(T.free_flight(s, tau)), in_axes=(None, 0)))
+    lowest = jax.jit(jax.vmap(lambda s, tau: CF.lowest_corner_z(CF.free_flight(s, tau)), in_axes=(None, 0)))
     for s, ti in zip(states, t, strict=True):
         low = np.asarray(lowest(jnp.asarray(s, jnp.float32), grid))
         grid_np = np.asarray(grid)
@@ -152,7 +153,7 @@ def test_hybrid_with_simulator_impact_reproduces_simulator(sim, c_events):
         got = R.hybrid_tosses(sim, impact, states[i : i + 1], params[i], N_FRAMES)[0]
         flight = t < ev.t_impact[i]
         after = t >= ev.t_impact[i] + T.WINDOW
-        exact = jax.vmap(T.free_flight, in_axes=(None, 0))(jnp.asarray(states[i]), jnp.asarray(t[flight]))
+        exact = jax.vmap(CF.free_flight, in_axes=(None, 0))(jnp.asarray(states[i]), jnp.asarray(t[flight]))
         np.testing.assert_allclose(got[flight, 4:7], np.asarray(exact)[:, 4:7], atol=ROUND_TRIP_TOL)
         assert np.abs(got[after, 4:7] - ev.track[i][after, 4:7]).max() < HYBRID_SIM_TOL
 
@@ -164,7 +165,7 @@ BOUNCE_POS_TOL = 2e-5  # m: the every-impact hybrid's flights against the analyt
 def _reflect(pre, params):
     """An analytic 'impact model': the centre's vertical velocity reversed and scaled by BOUNCE_E, then WINDOW of flight."""
     out = pre.at[12].set(-BOUNCE_E * pre[12])
-    return T.free_flight(out, T.WINDOW)
+    return CF.free_flight(out, T.WINDOW)
 
 
 def test_every_impact_hybrid_bouncing_cube(sim):
@@ -174,25 +175,25 @@ def test_every_impact_hybrid_bouncing_cube(sim):
     fall before the last frame, and all five fire (each after a long flight, closing fast).
     """
     h, vx, n_frames = 0.1, 0.3, 103
-    state0 = np.r_[1.0, 0, 0, 0, 0, 0, T.HALF + h, 0, 0, 0, vx, 0, 0]
+    state0 = np.r_[1.0, 0, 0, 0, 0, 0, CF.HALF + h, 0, 0, 0, vx, 0, 0]
     # the analytic bouncing cube: landing times and the state after each bounce
     t_land, starts, t_start = [], [state0], [0.0]
-    v = np.sqrt(2 * T.GRAVITY * h)
-    t = np.sqrt(2 * h / T.GRAVITY)
+    v = np.sqrt(2 * CF.GRAVITY * h)
+    t = np.sqrt(2 * h / CF.GRAVITY)
     for _ in range(8):
         t_land.append(t)
-        s = np.r_[1.0, 0, 0, 0, vx * t, 0, T.HALF, 0, 0, 0, vx, 0, BOUNCE_E * v]
+        s = np.r_[1.0, 0, 0, 0, vx * t, 0, CF.HALF, 0, 0, 0, vx, 0, BOUNCE_E * v]
         starts.append(s)
         t_start.append(t)
         v *= BOUNCE_E
-        t += 2 * v / T.GRAVITY
+        t += 2 * v / CF.GRAVITY
     frames, stats = R.hybrid_tosses(
         sim, _reflect, state0[None], np.array([0.3, 0.01, 1.0]), n_frames, every_impact=True, return_stats=True
     )
     tk = np.arange(n_frames) * T.FRAME_DT
     seg = np.searchsorted(t_land, tk, side="right")  # landings before each frame
     in_window = np.array([any(0 <= tt - tl < T.WINDOW for tl in t_land) for tt in tk])
-    want = np.array([T.free_flight(jnp.asarray(starts[k]), tt - t_start[k]) for k, tt in zip(seg, tk, strict=True)])
+    want = np.array([CF.free_flight(jnp.asarray(starts[k]), tt - t_start[k]) for k, tt in zip(seg, tk, strict=True)])
     err = np.abs(frames[0, ~in_window, 4:7] - want[~in_window, 4:7]).max()
     assert err < BOUNCE_POS_TOL, err
     assert int(stats["fired"][0]) == int(np.sum(np.asarray(t_land) < n_frames * T.FRAME_DT)) == 5
@@ -221,7 +222,7 @@ def test_shipped_surrogate_against_mujoco_c(sim):
 
 def test_identify_recovers_parameters_of_surrogate_data(surrogate):
     states, _ = random_states(16, seed=13)
-    pre = np.asarray(jax.vmap(lambda s: T.free_flight(s, T.flight_time(s)))(jnp.asarray(states, jnp.float32)))
+    pre = np.asarray(jax.vmap(lambda s: CF.free_flight(s, CF.flight_time(s)))(jnp.asarray(states, jnp.float32)))
     truth = np.array([0.3, 0.01, 0.6])
     post = np.asarray(jax.vmap(surrogate, in_axes=(0, None))(jnp.asarray(pre), jnp.asarray(truth, jnp.float32)))
     got, loss = L.identify_cube(surrogate, pre, post, key=jax.random.key(0), n_starts=8)
@@ -235,7 +236,7 @@ def test_identify_recovers_parameters_of_surrogate_data(surrogate):
 def test_finetune_cube_corrects_a_systematic_error_and_leaves_a_right_model_alone(surrogate):
     """The shared fine-tuning (`clashx.finetune`) on the cube: "reality" bounces 20 % harder in z than the surrogate."""
     states, _ = random_states(50, seed=17)
-    pre = np.asarray(jax.vmap(lambda s: T.free_flight(s, T.flight_time(s)))(jnp.asarray(states, jnp.float32)))
+    pre = np.asarray(jax.vmap(lambda s: CF.free_flight(s, CF.flight_time(s)))(jnp.asarray(states, jnp.float32)))
     fit, test = pre[:20], pre[20:]
     params = jnp.asarray([0.3, 0.01, 0.6], jnp.float32)
 
@@ -338,7 +339,7 @@ def test_bounce_inputs_in_their_ranges():
     from clashx.events import _cube_impacts as B
 
     states, params = B.sample_bounce_inputs(512, key=jax.random.PRNGKey(4))
-    low = np.asarray(jax.vmap(T.lowest_corner_z)(jnp.asarray(states)))
+    low = np.asarray(jax.vmap(CF.lowest_corner_z)(jnp.asarray(states)))
     lo, hi = B.BOUNCE_RANGES["lowest_corner"]
     assert low.min() >= lo - 1e-9 and low.max() <= hi + 1e-9
     tilt = B.impact_features(states)[:, 4]

@@ -13,13 +13,14 @@ import pytest
 import clashx
 from clashx.events._events import EventFileError, validate_events
 from clashx.events._ingest_cube import MIN_TOSS_FRAMES, ingest_cube_tosses, load_cube_tracks
+from clashx.scenes import _cube_flight as F
 from clashx.scenes import _toss as T
 
 REAL = clashx.data_path("contactnets_cube/tosses.npz")  # shipped with clashx
 
 # Tolerances, with where they come from.
 STEP_TOL = 2e-5  # one MuJoCo step against free_flight: semi-implicit Euler's g dt^2 = 9e-6 m
-EULER_OFFSET = 0.5 * T.GRAVITY * T.DT  # m/s: semi-implicit Euler's ballistic runs ahead by g dt / 2 in velocity
+EULER_OFFSET = 0.5 * F.GRAVITY * T.DT  # m/s: semi-implicit Euler's ballistic runs ahead by g dt / 2 in velocity
 FLIGHT_POS_TOL = 2e-5  # m, MJX (float32) frames against the Euler-corrected ballistic
 FLIGHT_ANGLE_TOL = 2e-4  # rad, MJX orientation against constant-ω rotation (float32)
 MJX_C_POS_TOL = 1e-4  # m, post_state position, MJX (float32) against MuJoCo C (seen: 1e-6)
@@ -57,11 +58,11 @@ def random_states(n, seed=0):
 
 def test_state_conversion_round_trip():
     for s in random_states(5).astype(np.float32):  # float32: jnp's default precision, so reordering is exact
-        qpos, qvel = T.state_to_qpos_qvel(s)
+        qpos, qvel = F.state_to_qpos_qvel(s)
         np.testing.assert_array_equal(qpos, np.r_[s[4:7], s[0:4]])  # x y z | qw qx qy qz
         np.testing.assert_array_equal(qvel, np.r_[s[10:13], s[7:10]])  # v world | ω body
-        np.testing.assert_array_equal(T.qpos_qvel_to_state(qpos, qvel), s)
-        q2, v2 = T.state_to_qpos_qvel(T.qpos_qvel_to_state(qpos, qvel))
+        np.testing.assert_array_equal(F.qpos_qvel_to_state(qpos, qvel), s)
+        q2, v2 = F.state_to_qpos_qvel(F.qpos_qvel_to_state(qpos, qvel))
         np.testing.assert_array_equal(q2, qpos)
         np.testing.assert_array_equal(v2, qvel)
 
@@ -74,21 +75,21 @@ def test_state_conventions_match_mujoco():
     for s in random_states(3, seed=1):
         s = s.copy()
         s[6] = 1.0  # far above the table
-        qpos, qvel = T.state_to_qpos_qvel(s)
+        qpos, qvel = F.state_to_qpos_qvel(s)
         d.qpos[:], d.qvel[:] = np.asarray(qpos), np.asarray(qvel)
         mujoco.mj_step(m, d)
-        got = np.asarray(T.qpos_qvel_to_state(d.qpos, d.qvel))
-        want = np.asarray(T.free_flight(jnp.asarray(s), T.DT))
+        got = np.asarray(F.qpos_qvel_to_state(d.qpos, d.qvel))
+        want = np.asarray(F.free_flight(jnp.asarray(s), T.DT))
         assert angle(got[:4], want[:4]) < STEP_TOL
         np.testing.assert_allclose(got[4:], want[4:], atol=STEP_TOL)
 
 
 def test_lowest_corner():
     s = np.r_[1.0, 0, 0, 0, 0, 0, 0.1, np.zeros(6)]
-    assert float(T.lowest_corner_z(jnp.asarray(s))) == pytest.approx(0.1 - T.HALF, abs=1e-7)
+    assert float(F.lowest_corner_z(jnp.asarray(s))) == pytest.approx(0.1 - F.HALF, abs=1e-7)
     c, h = np.cos(np.pi / 8), np.sin(np.pi / 8)  # 45° about x: an edge down
     s[:4] = [c, h, 0, 0]
-    assert float(T.lowest_corner_z(jnp.asarray(s))) == pytest.approx(0.1 - np.sqrt(2) * T.HALF, abs=1e-6)
+    assert float(F.lowest_corner_z(jnp.asarray(s))) == pytest.approx(0.1 - np.sqrt(2) * F.HALF, abs=1e-6)
 
 
 # --- simulation: one MJX compilation, one MuJoCo C run, shared by the tests below ---------------
@@ -115,7 +116,7 @@ def sims():
 
 def euler_ballistic(state, t):
     """MuJoCo's (semi-implicit Euler) free flight: exact velocities and rotation; positions of v0 + g dt / 2."""
-    flight = jax.jit(jax.vmap(T.free_flight, in_axes=(None, 0)))
+    flight = jax.jit(jax.vmap(F.free_flight, in_axes=(None, 0)))
     out = np.array(flight(jnp.asarray(state), jnp.asarray(t)), np.float64)
     shifted = np.array(state, np.float64)
     shifted[12] -= EULER_OFFSET
@@ -141,7 +142,7 @@ def test_free_flight_against_ballistic(sims, engine):
         want = euler_ballistic(states[i], np.array([ev.t_impact[i]]))[0]
         np.testing.assert_allclose(ev.pre_state[i][4:7], want[4:7], atol=FLIGHT_POS_TOL)
         np.testing.assert_allclose(ev.pre_state[i][7:], want[7:], atol=FLIGHT_POS_TOL / T.FRAME_DT)
-        assert abs(float(T.lowest_corner_z(jnp.asarray(ev.pre_state[i])))) < 1e-5
+        assert abs(float(F.lowest_corner_z(jnp.asarray(ev.pre_state[i])))) < 1e-5
 
 
 def test_mjx_matches_mujoco_c(sims):
@@ -165,7 +166,7 @@ def test_sampler_and_events():
     again, _ = T.sample_toss_inputs(64, key=jax.random.key(0))
     np.testing.assert_array_equal(states, again)
     states, params = np.asarray(states), np.asarray(params)
-    low = np.asarray(jax.vmap(T.lowest_corner_z)(jnp.asarray(states)))
+    low = np.asarray(jax.vmap(F.lowest_corner_z)(jnp.asarray(states)))
     lo, hi = T.INIT_RANGES["lowest_corner"]
     assert (low > lo - 1e-6).all() and (low < hi + 1e-6).all()
     np.testing.assert_allclose(np.linalg.norm(states[:, :4], axis=1), 1, atol=1e-6)
@@ -190,15 +191,15 @@ def analytic_toss(t_impact_frames=10.37, n=40):
     probe = np.r_[q0, 0.0, 0.0, 0.0, 2.0, -1.0, 0.5, 0.9, 0.3, 0.0]
     t_imp = t_impact_frames * T.FRAME_DT
     # place the cube so that its lowest corner reaches z = 0 exactly at t_imp
-    at_imp = np.asarray(T.free_flight(jnp.asarray(probe), t_imp))
-    probe[6] -= float(T.lowest_corner_z(jnp.asarray(at_imp)))
-    pre = np.asarray(T.free_flight(jnp.asarray(probe), t_imp), np.float64)
+    at_imp = np.asarray(F.free_flight(jnp.asarray(probe), t_imp))
+    probe[6] -= float(F.lowest_corner_z(jnp.asarray(at_imp)))
+    pre = np.asarray(F.free_flight(jnp.asarray(probe), t_imp), np.float64)
     post0 = pre.copy()
     post0[10:13] = [0.5, 0.2, 0.8]  # the bounce: new velocities, both known
     post0[7:10] = [-1.0, 3.0, 1.0]
     t = np.arange(n) * T.FRAME_DT
     track = np.array(
-        [T.free_flight(jnp.asarray(probe if tk < t_imp else post0), tk if tk < t_imp else tk - t_imp) for tk in t],
+        [F.free_flight(jnp.asarray(probe if tk < t_imp else post0), tk if tk < t_imp else tk - t_imp) for tk in t],
         np.float64,
     )
     track[:, :4] /= np.linalg.norm(track[:, :4], axis=1, keepdims=True)
@@ -222,7 +223,7 @@ def test_ingest_analytic_toss(tmp_path):
     np.testing.assert_allclose(ev["pre_state"][0, 7:], pre[7:], atol=SYN_VEL_TOL)
     np.testing.assert_allclose(ev["pre_state"][0, 4:7], pre[4:7], atol=SYN_POS_TOL)
     np.testing.assert_allclose(ev["initial_state"][0, 4:], initial[4:], atol=SYN_VEL_TOL)
-    post = np.asarray(T.free_flight(jnp.asarray(post0), T.WINDOW))
+    post = np.asarray(F.free_flight(jnp.asarray(post0), T.WINDOW))
     np.testing.assert_allclose(ev["post_state"][0, 10:], post[10:], atol=SYN_VEL_TOL)
     np.testing.assert_allclose(ev["post_state"][0, 7:10], post[7:10], atol=SYN_OMEGA_TOL)
     np.testing.assert_allclose(ev["post_state"][0, 4:7], post[4:7], atol=SYN_POS_TOL)
@@ -240,8 +241,8 @@ def test_ingest_later_impact(tmp_path):
     assert first["impact"].tolist() == [0]
     np.testing.assert_array_equal(first["pre_state"][0], ev["pre_state"][0])
     # the analytic second landing: the free flight from post0 first puts a corner at z = 0
-    tau = float(T.crossing_time(jnp.asarray(post0 + np.r_[np.zeros(6), 1e-9, np.zeros(6)]), 0.3))
-    pre2 = np.asarray(T.free_flight(jnp.asarray(post0), tau))
+    tau = float(F.crossing_time(jnp.asarray(post0 + np.r_[np.zeros(6), 1e-9, np.zeros(6)]), 0.3))
+    pre2 = np.asarray(F.free_flight(jnp.asarray(post0), tau))
     assert ev["t_impact"][1] == pytest.approx(t_imp + tau, abs=SYN_TIME_TOL)
     np.testing.assert_allclose(ev["pre_state"][1, 4:7], pre2[4:7], atol=SYN_POS_TOL)
     np.testing.assert_allclose(ev["pre_state"][1, 10:13], pre2[10:13], atol=SYN_VEL_TOL)
@@ -254,7 +255,7 @@ def test_ingest_later_impact(tmp_path):
 def test_ingest_frame_correction(tmp_path):
     """A file 2 % short in length with the table 3 mm up: the frame is found and undone."""
     track, initial, pre, _, t_imp = analytic_toss(t_impact_frames=16.2, n=60)
-    rest = np.r_[1.0, 0, 0, 0, 0.1, 0.2, T.HALF, np.zeros(6)]
+    rest = np.r_[1.0, 0, 0, 0, 0.1, 0.2, F.HALF, np.zeros(6)]
     track = np.r_[track[:30], np.tile(rest, (MIN_TOSS_FRAMES, 1))]
     scale, table = 0.98, 0.003
     scaled = track.copy()
@@ -309,9 +310,9 @@ def test_ingest_real_tosses():
     ev = {k: (v[every["impact"] == 0] if isinstance(v, np.ndarray) and v.ndim else v) for k, v in every.items()}
     later = every["impact"] > 0
     assert later.sum() >= 200  # bounces: more real impacts than tosses (seen 262 more)
-    low = np.asarray(jax.vmap(T.lowest_corner_z)(jnp.asarray(every["pre_state"][later])))
+    low = np.asarray(jax.vmap(F.lowest_corner_z)(jnp.asarray(every["pre_state"][later])))
     assert np.abs(low).max() < 1e-5  # a corner at the table
-    assert (every["pre_state"][later, 6] > T.HALF * 0.99).all()  # the centre above a half edge: not through the table
+    assert (every["pre_state"][later, 6] > F.HALF * 0.99).all()  # the centre above a half edge: not through the table
     for tid in np.unique(every["toss_id"][later]):  # after the toss's first impact, in order
         rows = every["t_impact"][every["toss_id"] == tid]
         assert (np.diff(rows) > T.WINDOW).all()
@@ -321,7 +322,7 @@ def test_ingest_real_tosses():
     assert 0.97 < meta["length_scale"] < 0.99  # the README's "about 2 %"
     assert abs(meta["table_z"]) < 0.002  # "near z = 0"
     pre, post = ev["pre_state"], ev["post_state"]
-    low = np.asarray(jax.vmap(T.lowest_corner_z)(jnp.asarray(pre)))
+    low = np.asarray(jax.vmap(F.lowest_corner_z)(jnp.asarray(pre)))
     assert np.abs(low).max() < 1e-5  # a corner at the table
     assert (pre[:, 12] < -0.3).all()  # falling onto the table
     assert (post[:, 12] > pre[:, 12] + 0.3).all()  # the table pushed up
@@ -330,7 +331,7 @@ def test_ingest_real_tosses():
     assert (speed(post) < speed(pre)).mean() > 0.95  # energy lost
     # the generated tosses' initial states cover the real ones
     init = ev["initial_state"]
-    ilow = np.asarray(jax.vmap(T.lowest_corner_z)(jnp.asarray(init)))
+    ilow = np.asarray(jax.vmap(F.lowest_corner_z)(jnp.asarray(init)))
     r = T.INIT_RANGES
     assert r["lowest_corner"][0] <= ilow.min() and ilow.max() <= r["lowest_corner"][1]
     vh = np.linalg.norm(init[:, 10:12], axis=1)

@@ -1,6 +1,15 @@
 """The simulated scenes: AbstractImpactScene, the strike (SCENE.md) and the cube toss as its instances, MJCF, geometry, parameter spaces."""
 
 from . import _geometry as geometry  # noqa: F401  (a namespace: clashx.scenes.geometry)
+from ._cube_flight import GRAVITY as GRAVITY
+from ._cube_flight import HALF as HALF
+from ._cube_flight import crossing_time as crossing_time
+from ._cube_flight import flight_time as flight_time
+from ._cube_flight import free_flight as free_flight
+from ._cube_flight import interpolate_states as interpolate_states
+from ._cube_flight import lowest_corner_z as lowest_corner_z
+from ._cube_flight import qpos_qvel_to_state as qpos_qvel_to_state
+from ._cube_flight import state_to_qpos_qvel as state_to_qpos_qvel
 from ._geometry import SHAPES as SHAPES
 from ._geometry import STRIKE_NAMES as STRIKE_NAMES
 from ._geometry import STRIKE_RANGES as STRIKE_RANGES
@@ -50,23 +59,14 @@ from ._strike_impact import guard as guard
 from ._strike_impact import strike_of_state as strike_of_state
 from ._toss import CORNER_SIGNS as CORNER_SIGNS
 from ._toss import FRAME_DT as FRAME_DT
-from ._toss import GRAVITY as GRAVITY
-from ._toss import HALF as HALF
 from ._toss import WINDOW as WINDOW
 from ._toss import TossEvent as TossEvent
 from ._toss import TossSim as TossSim
-from ._toss import crossing_time as crossing_time
-from ._toss import flight_time as flight_time
-from ._toss import free_flight as free_flight
-from ._toss import interpolate_states as interpolate_states
-from ._toss import lowest_corner_z as lowest_corner_z
 from ._toss import make_toss_sim as make_toss_sim
-from ._toss import qpos_qvel_to_state as qpos_qvel_to_state
 from ._toss import quat_exp as quat_exp
 from ._toss import quat_mul as quat_mul
 from ._toss import quat_to_mat as quat_to_mat
 from ._toss import sample_toss_inputs as sample_toss_inputs
 from ._toss import simulate_toss as simulate_toss
 from ._toss import simulate_tosses_c as simulate_tosses_c
-from ._toss import state_to_qpos_qvel as state_to_qpos_qvel
 from ._toss import toss_events as toss_events

@@ -52,6 +52,7 @@ import numpy as np
 
 from ..core import Array, Float, Layout, ParamSpace, PRNGKeyArray, mjx, resolve_engine
 from ..core import batch as _batch
+from . import _pair_contact as pc
 from . import _pair_state as ps
 from ._scene import APART_CAP, AbstractImpactScene, ImpactGate, crossing, touches
 
@@ -73,9 +74,9 @@ def _compile(xml: str, pair: tuple[str, str]) -> _Models:
     plain = spec.compile()
     for body in pair:  # named before anything is built from them
         ps.body_id(plain, "", body)
-    spec = ps.with_explicit_pairs(spec, pair)
+    spec = pc.with_explicit_pairs(spec, pair)
     full = spec.compile()
-    only = ps.pair_only(spec, pair)
+    only = pc.pair_only(spec, pair)
     bare_spec = spec.copy()
     ids = {0 if b == "world" else mujoco.mj_name2id(full, mujoco.mjtObj.mjOBJ_BODY, b) for b in pair}
     owner = {g.name: int(full.geom_bodyid[i]) for i, g in enumerate(spec.geoms) if g.name}
@@ -116,7 +117,7 @@ class PairScene(AbstractImpactScene):
     _joints: ps.PairJoints = eqx.field(static=True)
     _switch: tuple[int, ...] = eqx.field(static=True)  # the pair's <pair> rows
     _first: int = eqx.field(static=True)  # the first pair body's id (the contact normal points to it)
-    _geometry: ps.PairGeometry = eqx.field(static=True)  # how the pair's distance is computed
+    _geometry: pc.PairGeometry = eqx.field(static=True)  # how the pair's distance is computed
 
     def __init__(self):
         for attr in ("name", "pair", "window", "approach"):
@@ -139,10 +140,10 @@ class PairScene(AbstractImpactScene):
         self._dt = float(m.opt.timestep)
         self._joints = ps.pair_joints(m, self.name, tuple(self.pair))
         self._first = ps.body_id(m, self.name, self.pair[0])
-        rows, _ = ps.pair_rows(m, tuple(ps.body_id(m, self.name, b) for b in self.pair))
+        rows, _ = pc.pair_rows(m, tuple(ps.body_id(m, self.name, b) for b in self.pair))
         self._switch = rows if self.engine_contact else ()
         try:
-            self._geometry = ps.pair_geometry(m, rows, self._first)
+            self._geometry = pc.pair_geometry(m, rows, self._first)
         except ValueError as e:
             raise ValueError(f"scene {self.name!r}: {e}") from None
         self.space.rows(m)  # a target the model lacks fails here, naming it
@@ -231,9 +232,9 @@ class PairScene(AbstractImpactScene):
 
     # --- the defaults: MuJoCo's distance and the contact frame -------------------------------------
 
-    def contact(self, qpos: Float[Array, " nq"]) -> ps.PairContact:
+    def contact(self, qpos: Float[Array, " nq"]) -> pc.PairContact:
         """MuJoCo's own distance, contact point and normal (towards `pair[0]`) between the pair at `qpos`."""
-        return ps.pair_contact(self._models().only, self._geometry, qpos)
+        return pc.pair_contact(self._models().only, self._geometry, qpos)
 
     def separation(self, qpos: Float[Array, " nq"]) -> Float[Array, ""]:
         """The pair's signed gap (m) at `qpos`: MuJoCo's own distance between its geoms (override for a cheaper one)."""
