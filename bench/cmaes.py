@@ -1,9 +1,11 @@
 """CMA-ES strike optimisation: engine timings (CLASH Table V) and lab errors of model-based strikes (Table IV).
 
-    python bench/cmaes.py [--shape S] [--lab PATH] [--fit FIT.npz] [--models DIR] [--targets 20]
+    python bench/cmaes.py [--shape S] [--lab PATH] [--fit FIT.npz] [--models DIR] [--targets 40]
                           [--population 16] [--generations 20] [--timing-shape square] [--seed 0] [--json OUT]
 
-Timing: the same CMA-ES job (population, generations, seed, targets) on
+Timing: the same CMA-ES job (population, generations, seed, targets), one target at a time and all
+targets at once (`clashx.optimize.optimize_many`: the CMA-ES states vmapped over targets, each
+generation's targets × population rollouts one batch), on
   mujoco_c    MuJoCo C, full contact at the 1 ms step the striker-block pair needs, for the whole strike
   mjx_full    MJX, the same
   mjx_hybrid  MJX, the surrogate at the impact, 4 ms steps (one jit: ask, rollouts, tell)
@@ -49,7 +51,16 @@ from clashx.baselines import identify_cmaes, nominal_params
 from clashx.core import write_json
 from clashx.events import ingest_strike_lab, lab_recording, read_npz
 from clashx.learn import LabFitConfig, fit_recording
-from clashx.optimize import MBOConfig, cached_hybrid, clip_to_ranges, identify_from_rest, optimize, to_start_frame, wrap
+from clashx.optimize import (
+    MBOConfig,
+    cached_hybrid,
+    clip_to_ranges,
+    identify_from_rest,
+    optimize,
+    optimize_many,
+    to_start_frame,
+    wrap,
+)
 from clashx.scenes import geometry as geo
 from clashx.scenes import simulate_strikes_c
 from clashx.surrogate import load_or_shipped
@@ -170,55 +181,47 @@ def clamped_count(shape, handler, strikes, params, sims) -> int:
 
 
 def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.ndarray:
-    """The strikes CMA-ES chooses for each target (start at the origin)."""
+    """The strikes CMA-ES chooses for each target (start at the origin), all targets searched at once."""
     engine = "cpu-hybrid" if method.startswith("clashx") else "mujoco-c-two-phase"
-    chosen = []
-    for i, target in enumerate(targets):
-        r = optimize(
-            engine,
-            shape,
-            params,
-            np.zeros(3),
-            target,
-            config,
-            key=jax.random.PRNGKey(seed + i),
-            handler=handler,
-            sims=sims,
-        )
-        chosen.append(clip_to_ranges(r.strike))
-    return np.stack(chosen)
+    starts = np.zeros((len(targets), 3))
+    key = jax.random.PRNGKey(seed)
+    r = optimize_many(engine, shape, params, starts, targets, config, key=key, handler=handler, sims=sims)
+    return clip_to_ranges(r.strike)
 
 
 def timing(shape, params, handler, targets, config, sims, *, seed) -> dict:
-    """Wall-clock of the same CMA-ES job on every engine; MJX compile measured apart (first call)."""
+    """Wall-clock of the same CMA-ES job on every engine, one target at a time and all targets at once
+    (`optimize_many`: targets × population rollouts per batch); compile measured apart (first call)."""
     out = {}
+    keys = jax.random.split(jax.random.PRNGKey(seed), len(targets))
     for name in TIMING:
         engine = ENGINE_OF[name]
         h = handler if "hybrid" in name else None
+        kw = dict(handler=h, sims=sims)
 
-        def job(ts, engine=engine, h=h):
-            for i, t in enumerate(ts):
-                jax.block_until_ready(
-                    optimize(
-                        engine,
-                        shape,
-                        params,
-                        np.zeros(3),
-                        t,
-                        config,
-                        key=jax.random.PRNGKey(seed + i),
-                        handler=h,
-                        sims=sims,
-                    )
-                )
+        def one_by_one(ts, engine=engine, kw=kw):
+            for t, k in zip(ts, keys):
+                jax.block_until_ready(optimize(engine, shape, params, np.zeros(3), t, config, key=k, **kw))
 
-        t0 = time.perf_counter()
-        job(targets[:1])  # compiles MJX (and builds scenes); timed apart
-        first = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        job(targets)
-        out[name] = {"run_s": time.perf_counter() - t0, "first_call_s": first}
-        print(f"  {name:<20} {out[name]['run_s']:8.2f} s   (first call {first:.1f} s)", flush=True)
+        def together(ts, engine=engine, kw=kw):
+            starts = np.zeros((len(ts), 3))
+            jax.block_until_ready(optimize_many(engine, shape, params, starts, ts, config, key=keys[0], **kw))
+
+        row = {}
+        for mode, job in (("one_by_one", one_by_one), ("together", together)):
+            t0 = time.perf_counter()
+            job(targets[:1] if mode == "one_by_one" else targets)  # compiles MJX (and builds scenes); timed apart
+            first = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            job(targets)
+            row[mode] = {"run_s": time.perf_counter() - t0, "first_call_s": first}
+        out[name] = row["one_by_one"] | {"together": row["together"]}
+        r1, r2 = row["one_by_one"]["run_s"], row["together"]["run_s"]
+        print(
+            f"  {name:<20} one by one {r1:8.2f} s   together {r2:8.2f} s ({r1 / r2:.2f}x)   "
+            f"(first calls {row['one_by_one']['first_call_s']:.1f} s, {row['together']['first_call_s']:.1f} s)",
+            flush=True,
+        )
     return out
 
 
@@ -266,13 +269,13 @@ def main() -> None:
     ap.add_argument(
         "--models", help="folder of pretrained surrogates, one run folder per shape (default: the shipped ones)"
     )
-    ap.add_argument("--targets", type=int, default=20)
+    ap.add_argument("--targets", type=int, default=40)
     ap.add_argument("--population", type=int, default=16)
     ap.add_argument("--generations", type=int, default=20)
     ap.add_argument(
         "--timing-shape", choices=geo.SHAPES, help="shape of the timing job (default: --shape, else square)"
     )
-    ap.add_argument("--timing-targets", type=int, default=2)
+    ap.add_argument("--timing-targets", type=int, default=8)
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the results here")
@@ -357,7 +360,9 @@ def main() -> None:
         result["time_s"] = {k: v["run_s"] for k, v in t.items()}
         result["timing"] = {"shape": shape, "targets": a.timing_targets, "engines": t}
         ts = result["time_s"]
+        result["time_together_s"] = {k: v["together"]["run_s"] for k, v in t.items()}
         result["ratios"] = {
+            **{f"{k} one_by_one/together": ts[k] / result["time_together_s"][k] for k in ts},
             "cpu_hybrid/mujoco_c": ts["cpu_hybrid"] / ts["mujoco_c"],
             "mjx_hybrid/mjx_full": ts["mjx_hybrid"] / ts["mjx_full"],
             "cpu_hybrid/mujoco_c_two_phase": ts["cpu_hybrid"] / ts["mujoco_c_two_phase"],

@@ -1,31 +1,44 @@
 """Throughput of every engine at every batch size: contact-phase collisions/s and rest poses/s, compile apart.
 
-    python bench/throughput.py [--shape square] [--max-batch 256] [--json OUT]
+    python bench/throughput.py [--shape square] [--max-batch 256] [--targets 8] [--generate-n N]
+                               [--epochs 20] [--json OUT]
 
 For each batch size from 16 up to `--max-batch` (×4 steps; default 256 on a CPU,
 65536 on an accelerator), on the same seeded strikes and the prior's nominal
 parameters:
 
-* contact phase (the collision event, no slide): MJX as clashx runs it today
-  (`simulate_strikes_mjx`, blocks of `MJX_BLOCK` worlds), MJX as one `jax.vmap`
-  over the whole batch, and MuJoCo C on all cores (`simulate_strikes_c`);
+* contact phase (the collision event, no slide): MJX as clashx runs it
+  (`simulate_strikes_mjx`, blocks the batching policy picks: the whole batch on
+  an accelerator, 256 on a CPU), MJX in fixed blocks of 256 (what clashx did
+  before the policy), MJX as one `jax.vmap` over the whole batch, and MuJoCo C
+  on all cores (`simulate_strikes_c`);
 * rest poses (one CMA-ES generation's work), through `clashx.optimize.make_evaluator`:
   mjx-hybrid, mjx (full contact), cpu-hybrid, mujoco-c (full contact at 1 ms) and
   mujoco-c-two-phase (1 ms until release, then 4 ms).
+
+* CMA-ES (`--targets` targets, population 16, `--generations`): one target
+  at a time (`clashx.optimize.optimize`) against all targets at once
+  (`optimize_many`: one batch of targets × population per generation), on the
+  cpu-hybrid and mjx-hybrid engines;
+* `clashx generate` of `--generate-n` strikes (engine auto) and `--epochs`
+  epochs of pretraining on them.
 
 The first call of each JAX function at each size is timed apart as compile
 time; the run time is the best of `--repeats` calls after it.  The JSON holds
 the device, the jax / mujoco / mujoco-mjx versions and every figure.  Engines
 whose call at a size would exceed `--budget` seconds (extrapolated from the
 size before) are skipped with the reason.  Issue 25 asks for these figures on
-a GPU; the defaults run on 2 CPU cores in about 10 minutes.
+a GPU; the defaults run on 2 CPU cores in about 10 minutes (generate 5,000
+strikes on a CPU, 100,000 on an accelerator).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import tempfile
 import time
 from importlib import metadata
 
@@ -35,11 +48,13 @@ import jax.numpy as jnp
 import numpy as np
 
 import clashx
-from clashx.optimize import make_evaluator
+from clashx.events import GenerateConfig, generate
+from clashx.learn import PretrainConfig, pretrain
+from clashx.optimize import MBOConfig, cached_hybrid, make_evaluator, optimize, optimize_many
 from clashx.scenes import make_strike_sim, sample_strikes, simulate_strike, simulate_strikes_c, simulate_strikes_mjx
 
 REST_ENGINES = ("mjx-hybrid", "mjx", "cpu-hybrid", "mujoco-c", "mujoco-c-two-phase")
-CONTACT_ENGINES = ("mjx-blocks", "mjx-one-vmap", "mujoco-c")
+CONTACT_ENGINES = ("mjx-policy", "mjx-blocks-256", "mjx-one-vmap", "mujoco-c")
 
 
 def _timed(fn, repeats: int) -> tuple[float, float]:
@@ -60,8 +75,10 @@ def _contact_fn(engine: str, sim, strikes: np.ndarray, params: np.ndarray):
     if engine == "mujoco-c":
         return lambda: simulate_strikes_c(sim, strikes, params, to_rest=False).post_velocity
     s, p = jnp.asarray(strikes), jnp.asarray(params)
-    if engine == "mjx-blocks":
+    if engine == "mjx-policy":
         return lambda: simulate_strikes_mjx(sim, s, p, to_rest=False).post_velocity
+    if engine == "mjx-blocks-256":
+        return lambda: simulate_strikes_mjx(sim, s, p, to_rest=False, block=256).post_velocity
     one = eqx.filter_jit(lambda sim, s, p: jax.vmap(lambda a, b: simulate_strike(sim, a, b, to_rest=False))(s, p))
     return lambda: one(sim, s, p).post_velocity
 
@@ -74,6 +91,60 @@ def _rest_fn(engine: str, shape: str, params: np.ndarray, strikes: np.ndarray, h
         s = jnp.asarray(strikes, jnp.float32)
         return lambda: call(evaluate, s)
     return lambda: evaluate(np.asarray(strikes, np.float64))
+
+
+def cmaes(shape: str, n_targets: int, generations: int, seed: int, report=print) -> list[dict]:
+    """CMA-ES over `n_targets` reachable targets, one at a time and all at once, on both hybrid engines."""
+    sim = make_strike_sim(shape)
+    params = np.asarray(sim.space.vector(), np.float64)
+    handler = clashx.shipped_surrogate(shape)
+    sims: dict = {}
+    hs = cached_hybrid(sims, shape)
+    aims = np.asarray(sample_strikes(n_targets, key=jax.random.PRNGKey(seed + 1)), np.float64)
+    targets = np.asarray(clashx.hybrid_rollouts_c(hs, handler, aims, params).rest_pose)  # reachable
+    config = MBOConfig(population=16, generations=generations)
+    keys = jax.random.split(jax.random.PRNGKey(seed), n_targets)
+    starts = np.zeros((n_targets, 3))
+    rows = []
+    for engine in ("cpu-hybrid", "mjx-hybrid"):
+        kw = dict(handler=handler, sims=sims)
+
+        def one_by_one(engine=engine, kw=kw):
+            return [
+                optimize(engine, shape, params, starts[i], targets[i], config, key=keys[i], **kw)
+                for i in range(n_targets)
+            ]
+
+        def together(engine=engine, kw=kw):
+            return optimize_many(engine, shape, params, starts, targets, config, key=jax.random.PRNGKey(seed), **kw)
+
+        row = {"kind": "cmaes", "engine": engine, "targets": n_targets, "population": 16, "generations": generations}
+        for mode, job in (("one_by_one", one_by_one), ("together", together)):
+            first, best = _timed(job, 1)
+            row[mode] = {"run_s": best, "compile_s": max(first - best, 0.0)}
+        row["ratio"] = row["one_by_one"]["run_s"] / row["together"]["run_s"]
+        rows.append(row)
+        report(
+            f"cmaes    {engine:20s} {n_targets} targets  one by one {row['one_by_one']['run_s']:.2f} s   "
+            f"together {row['together']['run_s']:.2f} s   ({row['ratio']:.2f}x)"
+        )
+    return rows
+
+
+def pipeline(shape: str, n: int, epochs: int, seed: int, report=print) -> dict:
+    """Wall-clock of `clashx generate` (n strikes, engine auto) and of `epochs` epochs of pretraining on them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "sim.npz")
+        t0 = time.perf_counter()
+        manifest = generate(GenerateConfig(scene="strike", shape=shape, n=n, seed=seed, out=data))
+        t_gen = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pretrain(PretrainConfig(data=data, out=os.path.join(tmp, "run"), epochs=epochs, seed=seed))
+        t_pre = time.perf_counter() - t0
+    engine = manifest["config"]["engine"]
+    report(f"generate {engine:20s} n={n:6d}  {n / t_gen:10.1f} /s   ({t_gen:.1f} s)")
+    report(f"pretrain {'':20s} {epochs} epochs on {n}: {t_pre:.1f} s ({t_pre / epochs:.2f} s per epoch)")
+    return {"generate": {"n": n, "engine": engine, "s": t_gen}, "pretrain": {"epochs": epochs, "s": t_pre}}
 
 
 def run(shape: str, max_batch: int, repeats: int, budget: float, seed: int, report=print) -> dict:
@@ -126,11 +197,18 @@ def main() -> None:
     ap.add_argument("--max-batch", type=int, help="largest batch (default 256 on a CPU, 65536 on an accelerator)")
     ap.add_argument("--repeats", type=int, default=2, help="timed calls after the first (default 2)")
     ap.add_argument("--budget", type=float, default=120.0, help="skip a call expected to take longer (s)")
+    ap.add_argument("--targets", type=int, help="CMA-ES targets (default 8 on a CPU, 64 on an accelerator)")
+    ap.add_argument("--generations", type=int, default=5, help="CMA-ES generations (default 5)")
+    ap.add_argument("--generate-n", type=int, help="strikes to generate (default 5000 on a CPU, 100000 otherwise)")
+    ap.add_argument("--epochs", type=int, default=20, help="pretraining epochs on them (default 20)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
-    max_batch = a.max_batch or (256 if jax.default_backend() == "cpu" else 65536)
+    cpu = jax.default_backend() == "cpu"
+    max_batch = a.max_batch or (256 if cpu else 65536)
     result = run(a.shape, max_batch, a.repeats, a.budget, a.seed)
+    result["cmaes"] = cmaes(a.shape, a.targets or (8 if cpu else 64), a.generations, a.seed)
+    result["pipeline"] = pipeline(a.shape, a.generate_n or (5000 if cpu else 100_000), a.epochs, a.seed)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -54,6 +54,7 @@ from .optimize import MBOConfig as MBOConfig
 from .optimize import MBOResult as MBOResult
 from .optimize import identify_from_rest as identify_from_rest
 from .optimize import optimize as optimize
+from .optimize import optimize_many as optimize_many
 from .scenes import SHAPES as SHAPES
 from .scenes import AbstractImpactScene as AbstractImpactScene
 from .scenes import PairScene as PairScene

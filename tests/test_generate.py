@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from clashx import StrikeSim, load_events, make_scene, strike_space
+from clashx.core import block_override
 from clashx.events import _generate
 from clashx.workflows._cli import main as cli_main
 
@@ -90,6 +91,22 @@ def test_mjx_engine_is_deterministic(tmp_path):
     a, b = _arrays(tmp_path / "m1.npz"), _arrays(tmp_path / "m2.npz")
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+BATCHED_ATOL = 1e-5  # m/s, m, s: an MJX world simulated in a batch of 4 or of 2 (float32)
+
+
+def test_chunks_simulated_together_are_the_chunks_drawn_apart(tmp_path):
+    # on an accelerator the batching policy simulates several chunks in one vmap; the data must not change
+    cfg = dict(n=4, chunk_size=2, engine="mjx", to_rest=False)
+    with block_override(2):  # one chunk per batch
+        _generate.generate(_config(tmp_path, "apart.npz", **cfg))
+    with block_override(4):  # both chunks in one batch
+        assert _generate._group(make_scene("strike", "square"), _config(tmp_path, "x.npz", **cfg)) == 2
+        _generate.generate(_config(tmp_path, "together.npz", **cfg))
+    a, b = _arrays(tmp_path / "apart.npz"), _arrays(tmp_path / "together.npz")
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], atol=BATCHED_ATOL, err_msg=k)
 
 
 @pytest.mark.parametrize(

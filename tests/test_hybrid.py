@@ -29,6 +29,8 @@ ORACLE_MEDIAN_M = 3e-3
 ORACLE_P90_M = 8e-3
 STEP_MEDIAN_M = 2.5e-3  # the hybrid at 4 ms, then 8 ms, vs at 1 ms throughout (full contact: 1.2-1.7 mm)
 FD_RTOL = 2e-3  # reverse-mode gradient through a float64 rollout vs a central difference
+STRIKE_ATOL = 1e-6  # units of the strike ranges (rad, m/s): one search per target vs the vmapped many
+POSE_ATOL = 1e-5  # m, rad: the chosen strike's rest pose, batched with other targets or alone (float32)
 
 
 class TableHandler(eqx.Module):
@@ -219,6 +221,39 @@ def test_cmaes_on_both_hybrid_engines_finds_the_same_strike(hybrid_sims):
     np.testing.assert_allclose(again.rest_pose[0], np.asarray(host.rest_pose), atol=1e-5)
 
 
+def _analytic_rest(strikes):
+    """A smooth stand-in for a simulator: strikes (n, 3) → rest poses (n, 3), exact in JAX and NumPy alike."""
+    s = jnp.asarray(strikes, jnp.float32)
+    return jnp.stack([0.2 * s[:, 2] * jnp.cos(s[:, 0]), -0.3 * s[:, 2] * jnp.sin(s[:, 1] + 0.3), 0.5 * s[:, 1]], 1)
+
+
+def test_cmaes_over_many_targets_is_each_targets_own_search(hybrid_sims):
+    config = _optimize.MBOConfig(population=8, generations=5)
+    targets = jnp.asarray([[0.05, -0.1, 0.02], [0.1, -0.05, -0.05], [0.02, -0.2, 0.1]], jnp.float32)
+    keys = jax.random.split(jax.random.PRNGKey(3), len(targets))
+    many = _optimize.optimize_many_jit(_analytic_rest, targets, config, keys=keys)
+    host = _optimize.optimize_many_host(lambda s: np.asarray(_analytic_rest(s)), targets, config, keys=keys)
+    assert many.strike.shape == (3, 3) and many.history.shape == (3, 5)
+    for i in range(len(targets)):  # the same keys give the same strikes as one search per target
+        one = _optimize.optimize_jit(_analytic_rest, targets[i], config, key=keys[i])
+        np.testing.assert_allclose(np.asarray(many.strike[i]), np.asarray(one.strike), atol=STRIKE_ATOL)
+        np.testing.assert_allclose(np.asarray(many.history[i]), np.asarray(one.history), atol=STRIKE_ATOL)
+        np.testing.assert_allclose(np.asarray(host.strike[i]), np.asarray(one.strike), atol=STRIKE_ATOL)
+    # and on a simulator: the CPU hybrid, t × population strikes in one C batch per generation
+    hs = hybrid_sims("square")
+    sims = {("square", "hybrid"): hs}
+    params = hs.sim.space.vector(mu2=0.4)
+    starts = np.array([[0.0, 0.0, 0.0], [0.1, 0.2, 1.0]])
+    goals = np.array([[0.02, -0.12, 0.0], [0.15, 0.1, 0.9]])
+    kw = dict(handler=LinearHandler(), sims=sims)
+    key = jax.random.PRNGKey(1)
+    both = _optimize.optimize_many("cpu-hybrid", "square", params, starts, goals, config, key=key, **kw)
+    for i, k in enumerate(jax.random.split(key, 2)):
+        one = _optimize.optimize("cpu-hybrid", "square", params, starts[i], goals[i], config, key=k, **kw)
+        np.testing.assert_allclose(np.asarray(both.strike[i]), np.asarray(one.strike), atol=STRIKE_ATOL)
+        np.testing.assert_allclose(np.asarray(both.rest_pose[i]), np.asarray(one.rest_pose), atol=POSE_ATOL)
+
+
 def test_start_frame_round_trip():
     start = jnp.array([0.3, -0.2, 2.5])
     pose = jnp.array([0.1, 0.4, -3.0])
@@ -253,11 +288,31 @@ def test_cli_optimize(tmp_path, capsys):
         ]
     )
     assert rc == 0
-    r = json.loads(out.read_text())
+    (r,) = json.loads(out.read_text())["searches"]
     assert set(r["strike"]) == {"theta", "theta1", "v_pre"} and len(r["predicted_rest_pose"]) == 3
     assert len(r["history"]) == 3
     assert r["impact_clamped"] is False and len(r["post_velocity"]) == 3
     assert "predicted rest pose" in capsys.readouterr().out
+    # many targets from a CSV: searched together, each the search of its row alone (its own key)
+    csv = tmp_path / "targets.csv"
+    csv.write_text("target_x,target_y,target_yaw,start_x,start_y,start_yaw\n0.1,-0.1,0,0.1,0,0\n0,-0.08,0.2,0,0,0\n")
+    many = tmp_path / "many.json"
+    fewer = ["--population", "8", "--generations", "3"]
+    assert _cli.main([*args, "--targets", str(csv), *fewer, "--json", str(many)]) == 0
+    both = json.loads(many.read_text())
+    assert both["targets"] == 2 and [s["start"] for s in both["searches"]] == [[0.1, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    assert "target 2: strike" in capsys.readouterr().out
+    csv.write_text("target_x,target_y\n0.1,0\n")
+    assert _cli.main([*args, "--targets", str(csv), *fewer]) == 2
+    assert "no column(s) target_yaw" in capsys.readouterr().err
+    csv.write_text("target_x,target_y,target_yaw\n0.1,0,0\n0.1,zero,0\n")
+    assert _cli.main([*args, "--targets", str(csv), *fewer]) == 2
+    assert "line 3, target_y: 'zero' is not a number" in capsys.readouterr().err
+    csv.write_text("target_x,target_y,target_yaw\n0.1,0,0\n14,0,0\n")
+    assert _cli.main([*args, "--targets", str(csv), *fewer]) == 2
+    assert "line 3, target 14,0" in capsys.readouterr().err
+    assert _cli.main([*args, "--targets", str(csv), "--target", "0,0,0"]) == 2  # one or the other
+    assert "not allowed with argument" in capsys.readouterr().err
     assert _cli.main([*args, "--target", "0.1,-0.1"]) == 2
     assert "expected three numbers" in capsys.readouterr().err
     bad = ["optimize", "--model", str(tmp_path / "run"), "--params", str(tmp_path / "p.json"), "--shape", "triangle"]

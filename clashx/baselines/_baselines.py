@@ -241,8 +241,15 @@ def mjx_velocity_jacobian(
     return v, jac
 
 
+@eqx.filter_jit
+def _velocity_jacobians(sim: StrikeSim, strikes, params):
+    """`mjx_velocity_jacobian` for every row of `params` (s, 3) at once: s × n worlds in one batch."""
+    return jax.vmap(lambda p: mjx_velocity_jacobian(sim, strikes, p))(params)
+
+
 def _residual_terms(sim: StrikeSim, strikes, velocities, z: np.ndarray, cols, base_z) -> tuple[np.ndarray, np.ndarray]:
-    """Residuals (3n,) of `identify_mjx`'s loss at logits z of the free columns, and their Jacobian (3n, k) w.r.t. z."""
+    """Residuals (s, 3n) of `identify_mjx`'s loss at logits z (s, k) of the free columns (every start
+    of the search at once), and their Jacobians (s, 3n, k) w.r.t. z."""
     n = len(velocities)
     length = geo.characteristic_length(sim.shape)
 
@@ -250,13 +257,13 @@ def _residual_terms(sim: StrikeSim, strikes, velocities, z: np.ndarray, cols, ba
         return _params_of_logits(sim, jnp.asarray(base_z, z.dtype).at[jnp.asarray(cols)].set(z))
 
     zj = jnp.asarray(z, strikes.dtype)
-    params, dp_dz = params_of(zj), jax.jacfwd(params_of)(zj)
-    v, dv_dp = mjx_velocity_jacobian(sim, strikes, params)
+    params, dp_dz = jax.vmap(params_of)(zj), jax.vmap(jax.jacfwd(params_of))(zj)
+    v, dv_dp = _velocity_jacobians(sim, strikes, params)
     y = np.asarray(velocities, np.float64)
     w = np.array([1.0, 1.0, length])
     scale = np.asarray(speed_scale(y, length), np.float64) * math.sqrt(n)  # (n, 1), as `speed_residuals`
-    r = ((np.asarray(v, np.float64) - y) * w / scale).reshape(-1)
-    jac = (np.asarray(dv_dp, np.float64) * w[None, :, None] / scale[:, :, None]).reshape(len(r), -1)
+    r = ((np.asarray(v, np.float64) - y) * w / scale).reshape(len(zj), -1)
+    jac = (np.asarray(dv_dp, np.float64) * w[:, None] / scale[:, :, None]).reshape(len(zj), 3 * n, -1)
     return r, jac @ np.asarray(dp_dz, np.float64)
 
 
@@ -306,7 +313,6 @@ def identify_mjx(
     k = len(cols)
     u_rand = np.asarray(jax.random.uniform(key, (starts - 1, k), minval=0.1, maxval=0.9), np.float64)
     u0 = np.concatenate([np.full((1, k), 0.5), u_rand])
-    best_z, best_loss, finals, trials = None, math.inf, [], 0
     with jax.enable_x64(x64):
         dtype = jnp.float64 if x64 else jnp.float32
         sim_ = as_float64(sim) if x64 else sim
@@ -315,12 +321,14 @@ def identify_mjx(
         def terms(z):
             return _residual_terms(sim_, s, velocities, z, cols, base_z)
 
-        for z0 in np.log(u0 / (1 - u0)):
-            z, cost, n_trials = levenberg_marquardt(terms, z0, iterations=iterations, damping=damping, z_max=_Z_MAX)
-            trials += n_trials
-            finals.append(cost)
-            if cost < best_loss:
-                best_z, best_loss = z, cost
+        # every start in one batch per trial (starts × strikes worlds)
+        zs, costs, n_trials = levenberg_marquardt(
+            terms, np.log(u0 / (1 - u0)), iterations=iterations, damping=damping, z_max=_Z_MAX
+        )
+        trials = n_trials * len(zs)
+        finals = [float(c) for c in costs]
+        i = int(np.argmin(costs))
+        best_z, best_loss = zs[i], float(costs[i])
     z_all = base_z.copy()
     z_all[cols] = best_z
     return Identified(

@@ -197,15 +197,19 @@ def identify_sysid(
 
 @eqx.filter_jit
 def _mjx_terms(sim: TossSim, starts, t_starts, real, mask, z):
-    """Residuals and their Jacobian w.r.t. the logits z, by forward mode through `rest_rollout`."""
+    """Residuals (s, m) and their Jacobians (s, m, 3) w.r.t. the logits z (s, 3), by forward mode through
+    `rest_rollout` (every start of the search in one batch of s × tosses worlds)."""
 
     def res(z):
         p = sim.space.from_unit(jax.nn.sigmoid(z))
         tracks = jax.vmap(lambda s, t: rest_rollout(sim, s, t, p, real.shape[1]))(starts, t_starts)
         return trajectory_residuals(tracks, real, mask)
 
-    jac, r = jax.jacfwd(lambda z: (res(z), res(z)), has_aux=True)(z)
-    return r, jac
+    def one(z):
+        jac, r = jax.jacfwd(lambda z: (res(z), res(z)), has_aux=True)(z)
+        return r, jac
+
+    return jax.vmap(one)(z)  # every start of the search at once
 
 
 def identify_trajectory_mjx(
@@ -256,10 +260,12 @@ def identify_trajectory_mjx(
             r, j = _mjx_terms(sim64, *args, jnp.asarray(z, jnp.float64))
             return np.asarray(r), np.asarray(j)
 
-        for z0 in np.log(u0 / (1 - u0)):
-            z, cost, _ = levenberg_marquardt(terms, z0, iterations=iterations, damping=damping, z_max=_Z_MAX)
-            if cost < best_cost:
-                best, best_cost = z, cost
+        zs, costs, _ = levenberg_marquardt(
+            terms, np.log(u0 / (1 - u0)), iterations=iterations, damping=damping, z_max=_Z_MAX
+        )
+        i = int(np.argmin(costs))
+        if costs[i] < best_cost:
+            best, best_cost = zs[i], float(costs[i])
     return np.asarray(sim.space.from_unit(jnp.asarray(1 / (1 + np.exp(-best)))), np.float64), best_cost
 
 

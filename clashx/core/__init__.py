@@ -1,6 +1,11 @@
-"""Shared foundations: array types, parameter spaces, the MuJoCo C batch helper, MJX import, engine choice, model-folder I/O, sharding."""
+"""Shared foundations: array types, parameter spaces, the MuJoCo C batch helper, MJX import, engine choice, the batching policy, model-folder I/O, sharding."""
 
 from . import _batch as batch  # noqa: F401  (a namespace: clashx.core.batch)
+from ._batching import block_override as block_override
+from ._batching import block_size as block_size
+from ._batching import in_blocks as in_blocks
+from ._batching import model_world_bytes as model_world_bytes
+from ._batching import world_bytes as world_bytes
 from ._checks import check_finite_model as check_finite_model
 from ._checks import check_outputs_apart as check_outputs_apart
 from ._checks import check_seed as check_seed
@@ -8,6 +13,7 @@ from ._checks import command_line as command_line
 from ._checks import nonfinite_leaves as nonfinite_leaves
 from ._checks import output_lock as output_lock
 from ._checks import same_path as same_path
+from ._engine import on_host as on_host
 from ._engine import resolve_engine as resolve_engine
 from ._io import check_output as check_output
 from ._io import check_space as check_space

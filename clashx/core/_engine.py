@@ -26,3 +26,15 @@ def resolve_engine(name: str, *, cpu: str, accelerator: str) -> str:
     if name != AUTO:
         return name
     return cpu if jax.default_backend() == "cpu" else accelerator
+
+
+def on_host():
+    """A context in which JAX computes on the CPU, whatever accelerator it has.
+
+    For the small host-side searches around a simulator on the host (CMA-ES ask and
+    tell around MuJoCo C): their few arithmetic operations cost less on the CPU than
+    a device round trip, and there they give the same numbers on a laptop and a GPU
+    machine (an accelerator's linear algebra rounds differently, and CMA-ES
+    amplifies that into another search).
+    """
+    return jax.default_device(jax.local_devices(backend="cpu")[0])

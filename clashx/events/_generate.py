@@ -21,11 +21,12 @@ import os
 import shutil
 from collections.abc import Callable
 from importlib import metadata
+from typing import Any
 
 import jax
 import numpy as np
 
-from ..core import check_seed, describe_changes, resolve_engine, write_json
+from ..core import block_size, check_seed, describe_changes, resolve_engine, write_json
 from ..scenes import AbstractImpactScene, make_scene
 from ..scenes import geometry as geo
 from ..scenes import sample_strikes as sample_strikes
@@ -57,7 +58,9 @@ class GenerateConfig:
         n: number of events.
         seed: PRNG seed; same seed and chunk size, same data.
         out: output event file (.npz).
-        chunk_size: events simulated and saved together.
+        chunk_size: events drawn (each chunk from its own key) and saved together.  On MJX with an
+            accelerator several chunks are simulated as one batch (the batching policy's
+            `clashx.core.block_size`); the data depend on the seed and chunk size only.
         engine: "mjx" (jit + vmap on the JAX device), "c" (MuJoCo C on all CPU cores) or
             "auto" (`clashx.core._engine.resolve_engine`: "c" where JAX has only a CPU, else "mjx").
         to_rest: also simulate the slide to rest (strike scene).
@@ -157,21 +160,50 @@ def generate(
 def _chunks(scene, config: GenerateConfig, parts: str, root, progress, report) -> dict:
     """Every chunk of the run, read from `parts` where finished, else simulated and saved there; joined."""
     n_chunks = -(-config.n // config.chunk_size)
-    chunks = []
-    for i in range(n_chunks):
-        path = os.path.join(parts, f"chunk-{i:05d}.npz")
-        size = min(config.chunk_size, config.n - i * config.chunk_size)
-        events = _read_chunk(path, size, scene.schema)
-        if events is None:
-            if os.path.exists(path):
-                report(f"{path}: damaged or incomplete chunk; simulating it again")
-            events = _make_chunk(scene, config, jax.random.fold_in(root, i), size)
-            events["meta"] = json.dumps({"chunk": i})
-            _events.save_events(path, events)
-        chunks.append(events)
+    group = _group(scene, config)
+    chunks: dict[int, dict] = {}
+    todo: list[int] = []
+
+    def path(i: int) -> str:
+        return os.path.join(parts, f"chunk-{i:05d}.npz")
+
+    def size(i: int) -> int:
+        return min(config.chunk_size, config.n - i * config.chunk_size)
+
+    def done() -> None:
         if progress is not None:
-            progress(min((i + 1) * config.chunk_size, config.n), config.n)
-    return _events.concat(chunks)
+            progress(min(sum(size(i) for i in chunks), config.n), config.n)
+
+    def simulate(ids: list[int]) -> None:  # chunks drawn apart, simulated as one batch, saved apart
+        for i, events in zip(ids, _make_chunks(scene, config, [(jax.random.fold_in(root, i), size(i)) for i in ids])):
+            events["meta"] = json.dumps({"chunk": i})
+            _events.save_events(path(i), events)
+            chunks[i] = events
+        done()
+
+    for i in range(n_chunks):
+        events = _read_chunk(path(i), size(i), scene.schema)
+        if events is not None:
+            chunks[i] = events
+            done()
+            continue
+        if os.path.exists(path(i)):
+            report(f"{path(i)}: damaged or incomplete chunk; simulating it again")
+        todo.append(i)
+        if len(todo) == group:
+            simulate(todo)
+            todo = []
+    if todo:
+        simulate(todo)
+    return _events.concat([chunks[i] for i in range(n_chunks)])
+
+
+def _group(scene: AbstractImpactScene, config: GenerateConfig) -> int:
+    """Chunks simulated together: as many as the batching policy puts in one vmap (MJX on an
+    accelerator); one elsewhere.  The data do not depend on it: each chunk is drawn from its own key."""
+    if config.engine != "mjx":
+        return 1
+    return max(1, block_size(config.n, world=scene.world_bytes()) // config.chunk_size)
 
 
 def _finished(out: str, manifest: dict, report: Callable[[str], None]) -> dict:
@@ -226,13 +258,20 @@ def _read_chunk(path: str, size: int, scene: str) -> dict | None:
     return events if _events.n_events(events) == size else None
 
 
-def _make_chunk(scene: AbstractImpactScene, config: GenerateConfig, key, size: int) -> dict:
-    """Sample and simulate one chunk of `size` events from `key`."""
-    inputs, params = scene.sample_inputs(size, key=key)
-    if config.params:
-        params = np.tile(scene.space.check(np.asarray(config.params, np.float64), what="--params"), (size, 1))
-    if config.engine == "mjx":  # a short last chunk is padded: one compiled shape per run
-        pad = min(config.chunk_size, config.n) - size
-        inputs, params = (np.concatenate([a, np.repeat(a[-1:], pad, 0)]) for a in (inputs, params))
-    events = scene.simulate_events(inputs, params, engine=config.engine, to_rest=config.to_rest)
-    return _events.select(events, slice(0, size))
+def _make_chunks(scene: AbstractImpactScene, config: GenerateConfig, draws: list[tuple[Any, int]]) -> list[dict]:
+    """Sample each chunk of `draws` ((key, size) per chunk) and simulate them all as one batch."""
+    inputs, params = [], []
+    for key, size in draws:
+        x, p = scene.sample_inputs(size, key=key)
+        if config.params:
+            p = np.tile(scene.space.check(np.asarray(config.params, np.float64), what="--params"), (size, 1))
+        inputs.append(x)
+        params.append(p)
+    xs, ps = np.concatenate(inputs), np.concatenate(params)
+    n = len(xs)
+    if config.engine == "mjx":  # a short batch is padded to a full group: one compiled shape per run
+        pad = len(draws) * min(config.chunk_size, config.n) - n
+        xs, ps = (np.concatenate([a, np.repeat(a[-1:], pad, 0)]) for a in (xs, ps))
+    events = scene.simulate_events(xs, ps, engine=config.engine, to_rest=config.to_rest)
+    bounds = np.cumsum([0] + [size for _, size in draws])
+    return [_events.select(events, slice(int(a), int(b))) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

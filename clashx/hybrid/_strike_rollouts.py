@@ -23,11 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Bool, Float, map_batched, mjx, spread
+from ..core import Array, Bool, Float, block_size, map_batched, mjx, spread
 from ..core import batch as _batch
 from ..scenes import (
     MAX_TIME,
-    MJX_BLOCK,
     RELEASE_AFTER,
     SolverSettings,
     StrikeBodies,
@@ -39,6 +38,7 @@ from ..scenes import (
     make_strike_sim,
     slide_to_rest_c,
     strike_of_state,
+    strike_world_bytes,
 )
 from ..scenes import geometry as geo
 from ._rule import Handler, HybridState, RuleState, hybrid_step, hybrid_system, init_state, rollouts_c
@@ -185,19 +185,24 @@ def hybrid_rollout(
     return _result(hs.sim.bodies, handler, params, state.data.qpos, r.impacts, r.pre, r.post, r.t_first)
 
 
-def hybrid_rollouts(hs: HybridSim, handler: Handler, strikes: Float[Array, "n 3"], params) -> HybridResult:
-    """`hybrid_rollout` over a batch (params: one set, or one per strike), vmapped in blocks per device.
+def hybrid_rollouts(
+    hs: HybridSim, handler: Handler, strikes: Float[Array, "n 3"], params, *, block: int | None = None
+) -> HybridResult:
+    """`hybrid_rollout` over a batch (params: one set, or one per strike), vmapped in blocks the batching
+    policy picks (one vmap on an accelerator; `block` overrides: `clashx.core.block_size`).
 
     With several local devices each block is spread over them (`clashx.core.map_batched`).
     """
-    params = jnp.broadcast_to(jnp.asarray(params), (jnp.shape(strikes)[0], hs.sim.space.size))
+    n = jnp.shape(strikes)[0]
+    b = block_size(n, world=strike_world_bytes(hs.sim), block=block)
+    params = jnp.broadcast_to(jnp.asarray(params), (n, hs.sim.space.size))
     (hs, handler), (strikes, params) = spread((hs, handler), (jnp.asarray(strikes), params))
-    return _hybrid_rollouts(hs, handler, strikes, params)
+    return _hybrid_rollouts(hs, handler, strikes, params, block=b)
 
 
 @eqx.filter_jit
-def _hybrid_rollouts(hs: HybridSim, handler: Handler, strikes, params) -> HybridResult:
-    return map_batched(lambda x: hybrid_rollout(hs, handler, x[0], x[1]), (strikes, params), batch_size=MJX_BLOCK)
+def _hybrid_rollouts(hs: HybridSim, handler: Handler, strikes, params, *, block: int) -> HybridResult:
+    return map_batched(lambda x: hybrid_rollout(hs, handler, x[0], x[1]), (strikes, params), batch_size=block)
 
 
 @eqx.filter_jit

@@ -18,11 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, mjx
+from ..core import Array, Float, in_blocks, mjx, model_world_bytes
 from ..scenes import FRAME_DT, TossSim, interpolate_states, qpos_qvel_to_state, state_to_qpos_qvel
 from ._rule import rollouts
-
-BLOCK = 128  # tosses per vmapped block (one compile per block size and frame count)
 
 
 @eqx.filter_jit
@@ -43,11 +41,11 @@ def hybrid_tosses(
     n_frames: int,
     *,
     rest_params: Float[np.ndarray, "3"] | Float[np.ndarray, "n 3"] | None = None,
-    block: int = BLOCK,
+    block: int | None = None,
     every_impact: bool = False,
     return_stats: bool = False,
 ):
-    """Tosses' frames (n, n_frames, 13) through the hybrid rule on MJX, jit + vmap in blocks of `block` tosses.
+    """Tosses' frames (n, n_frames, 13) through the hybrid rule on MJX, jit + vmap in blocks of the batching policy.
 
     Args:
         sim: the toss scene.
@@ -56,7 +54,7 @@ def hybrid_tosses(
         params: the handler's parameters, (3,) or (n, 3).
         n_frames: frames to return (static).
         rest_params: MJX's parameters between impacts (default `params`).
-        block: tosses per compiled block.
+        block: tosses per compiled block (default: the batching policy's, `clashx.core.block_size`).
         every_impact: every landing after a flight through the handler; False: the first only.
         return_stats: also return {"fired": landings sent to the handler per toss}.
     """
@@ -65,17 +63,13 @@ def hybrid_tosses(
     n = len(states)
     params = np.broadcast_to(np.asarray(params, np.float32), (n, 3))
     rest_params = params if rest_params is None else np.broadcast_to(np.asarray(rest_params, np.float32), (n, 3))
-    block = min(block, n)
-    out, fired = [], []
-    for i in range(0, n, block):
-        s, p, q = states[i : i + block], params[i : i + block], rest_params[i : i + block]
-        pad = block - len(s)
-        s, p, q = (np.concatenate([a, np.repeat(a[-1:], pad, 0)]) for a in (s, p, q))
-        frames, hits = _block(scene, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames)
-        out.append(np.asarray(frames)[: block - pad])
-        fired.append(np.asarray(hits)[: block - pad])
-    frames = np.concatenate(out).astype(np.float64)
-    return (frames, {"fired": np.concatenate(fired)}) if return_stats else frames
+    world = model_world_bytes(sim.model, recorded=n_frames * 13 * 4)
+    frames, fired = in_blocks(
+        lambda s, p, q: _block(scene, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames),
+        states, params, rest_params, world=world, block=block,
+    )  # fmt: skip
+    frames = frames.astype(np.float64)
+    return (frames, {"fired": fired}) if return_stats else frames
 
 
 def hybrid_toss_every(sim: TossSim, impact, initial_state, params, rest_params, n_frames: int):

@@ -10,12 +10,14 @@ fitness is the final pose error plus the squared distance it was clipped by
 with w = `MBOConfig.yaw_weight` (m per rad).  Poses are in the frame of the
 block's start pose, so one simulated scene serves every start on flat ground.
 
-Two drivers share the fitness and the CMA-ES state:
+Two drivers share the fitness and the CMA-ES state, both for many targets at
+once (the CMA-ES states vmapped over targets, each generation's targets ×
+population rollouts one batch; one target is the case t = 1):
 
-* `optimize_jit`: ask → evaluate → tell for all generations in one jitted
+* `optimize_many_jit`: ask → evaluate → tell for all generations in one jitted
   `lax.scan` (the evaluator must be a JAX function: the MJX hybrid, MJX);
-* `optimize_host`: jitted ask and tell around an evaluator on the host (numpy:
-  the MuJoCo C engines, the CPU hybrid fallback).
+* `optimize_many_host`: jitted ask and tell around an evaluator on the host
+  (numpy: the MuJoCo C engines, the CPU hybrid fallback).
 """
 
 from __future__ import annotations
@@ -30,9 +32,16 @@ import numpy as np
 from evosax.algorithms import CMA_ES
 
 from .. import hybrid as _hybrid
-from ..core import Array, Float, PRNGKeyArray
+from ..core import Array, Float, PRNGKeyArray, block_size, map_batched, on_host
 from ..hybrid import Handler, HybridSim, hybrid_rollout
-from ..scenes import SolverSettings, StrikeSim, make_strike_sim, simulate_strike, simulate_strikes_c
+from ..scenes import (
+    SolverSettings,
+    StrikeSim,
+    make_strike_sim,
+    simulate_strike,
+    simulate_strikes_c,
+    strike_world_bytes,
+)
 from ..scenes import geometry as geo
 
 _LOW = jnp.asarray(geo.STRIKE_LOW)
@@ -159,7 +168,78 @@ def _result(best, history) -> MBOResult:
     return MBOResult(strike=strikes_of_unit(u[None])[0], rest_pose=pose, fitness=f, history=history)
 
 
+def _first(tree):
+    return jax.tree.map(lambda x: x[0], tree)
+
+
+# The searches of many targets share one CMA-ES rule, vmapped over targets: target i's search
+# splits keys[i] exactly as a search of that target alone would, so its candidates are the same.
+
+
+def _start(config: MBOConfig, keys):
+    """Per target: (CMA-ES state, the best so far) and the generations' keys (generations, targets, 2)."""
+    k_init, rest = jax.vmap(lambda k: tuple(jax.random.split(k)))(keys)
+    state = jax.vmap(lambda k: _init(config, k))(k_init)
+    gens = jnp.swapaxes(jax.vmap(lambda k: jax.random.split(k, config.generations))(rest), 0, 1)
+    t = keys.shape[0]
+    best = (jnp.full((t, 3), 0.5), jnp.zeros((t, 3)), jnp.full(t, jnp.inf))
+    return state, best, gens
+
+
+def _ask_all(config: MBOConfig, state, keys):
+    """Every target's candidates (targets, population, 3), the ask and tell keys, the asked state."""
+    k_ask, k_tell = jax.vmap(lambda k: tuple(jax.random.split(k)))(keys)
+    pop, state = jax.vmap(lambda s, k: _ask(config, s, k))(state, k_ask)
+    return pop, state, k_tell
+
+
+def _tell_all(config: MBOConfig, state, best, pop, poses, targets, k_tell):
+    """Fitness, tell and best-so-far of every target: poses (targets, population, 3)."""
+    fit = jax.vmap(lambda u, p, g: fitness(u, p, g, config))(pop, poses, targets)
+    state = jax.vmap(lambda s, u, f, k: _tell(config, s, u, f, k))(state, pop, fit, k_tell)
+    return state, jax.vmap(_keep_best)(best, pop, poses, fit)
+
+
 @eqx.filter_jit
+def optimize_many_jit(
+    evaluate: Callable[[Float[Array, "n 3"]], Float[Array, "n 3"]],
+    targets: Float[Array, "t 3"],
+    config: MBOConfig,
+    *,
+    keys: PRNGKeyArray,
+) -> MBOResult:
+    """CMA-ES for many targets at once, every generation's ask, rollouts and tell in one jitted scan.
+
+    The CMA-ES states are vmapped over targets; each generation evaluates
+    targets × population strikes as one batch (`evaluate` splits it as the
+    batching policy says: one vmap on an accelerator).  Target i's search is the
+    one `optimize_jit(evaluate, targets[i], config, key=keys[i])` runs.
+
+    Args:
+        evaluate: strikes (n, 3) → rest poses (n, 3) in the start frame; a JAX function
+            (e.g. a `HybridEvaluator`), closed over its model.
+        targets: (t, 3) target poses in their start frames (x, y, yaw).
+        config: population, generations, step size, yaw weight.
+        keys: (t, 2) PRNG keys, one per target.
+
+    Returns:
+        An `MBOResult` whose fields have a leading axis of t targets.
+    """
+    targets = jnp.asarray(targets, jnp.float32)
+    t, p = targets.shape[0], config.population
+    state, best, gens = _start(config, keys)
+
+    def generation(carry, k):
+        state, best = carry
+        pop, state, k_tell = _ask_all(config, state, k)
+        poses = jnp.asarray(evaluate(strikes_of_unit(pop.reshape(t * p, 3))), jnp.float32).reshape(t, p, 3)
+        state, best = _tell_all(config, state, best, pop, poses, targets, k_tell)
+        return (state, best), best[2]
+
+    (_, best), history = jax.lax.scan(generation, (state, best), gens)
+    return jax.vmap(_result)(best, history.T)
+
+
 def optimize_jit(
     evaluate: Callable[[Float[Array, "n 3"]], Float[Array, "n 3"]],
     target: Float[Array, "3"],
@@ -167,7 +247,7 @@ def optimize_jit(
     *,
     key: PRNGKeyArray,
 ) -> MBOResult:
-    """CMA-ES over a JAX evaluator, every generation's ask, rollouts and tell in one jitted scan.
+    """CMA-ES for one target over a JAX evaluator (`optimize_many_jit` with one target).
 
     Args:
         evaluate: strikes (population, 3) → rest poses (population, 3) in the start frame;
@@ -179,29 +259,45 @@ def optimize_jit(
     Returns:
         An `MBOResult`.
     """
-    k_init, key = jax.random.split(key)
-    state = _init(config, k_init)
-    target = jnp.asarray(target, jnp.float32)
-
-    def generation(carry, k):
-        state, best = carry
-        k_ask, k_tell = jax.random.split(k)
-        pop, state = _ask(config, state, k_ask)
-        poses = jnp.asarray(evaluate(strikes_of_unit(pop)), jnp.float32)
-        fit = fitness(pop, poses, target, config)
-        state = _tell(config, state, pop, fit, k_tell)
-        best = _keep_best(best, pop, poses, fit)
-        return (state, best), best[2]
-
-    best = (jnp.full(3, 0.5), jnp.zeros(3), jnp.array(jnp.inf))
-    (_, best), history = jax.lax.scan(generation, (state, best), jax.random.split(key, config.generations))
-    return _result(best, history)
+    return _first(optimize_many_jit(evaluate, jnp.asarray(target)[None], config, keys=jnp.asarray(key)[None]))
 
 
-_init_j = eqx.filter_jit(_init)
-_ask_j = eqx.filter_jit(_ask)
-_tell_j = eqx.filter_jit(_tell)
-_fitness_j = eqx.filter_jit(fitness)
+_start_j = eqx.filter_jit(_start)
+_ask_all_j = eqx.filter_jit(_ask_all)
+_tell_all_j = eqx.filter_jit(_tell_all)
+
+
+def optimize_many_host(
+    evaluate: Callable[[np.ndarray], np.ndarray],
+    targets: Float[Array, "t 3"],
+    config: MBOConfig,
+    *,
+    keys: PRNGKeyArray,
+    progress: Callable[[int, int], None] | None = None,
+) -> MBOResult:
+    """CMA-ES for many targets over a host evaluator (numpy in, numpy out: MuJoCo C, the CPU hybrid).
+
+    The same searches as `optimize_many_jit` (same keys, same candidates while the
+    evaluators agree): ask and tell are jitted and vmapped over targets, and each
+    generation hands the evaluator targets × population strikes at once (MuJoCo C
+    splits them over its threads).  `progress(done, total)` is called after each generation.
+    """
+    targets = jnp.asarray(targets, jnp.float32)
+    t, p = targets.shape[0], config.population
+    with on_host():  # ask and tell on the CPU: the same searches on a laptop and a GPU machine
+        state, best, gens = _start_j(config, jnp.asarray(keys))
+    history = []
+    for g, k in enumerate(gens):
+        with on_host():
+            pop, state, k_tell = _ask_all_j(config, state, k)
+        strikes = np.asarray(strikes_of_unit(pop.reshape(t * p, 3)), np.float64)
+        poses = np.asarray(evaluate(strikes), np.float32).reshape(t, p, 3)
+        with on_host():
+            state, best = _tell_all_j(config, state, best, pop, jnp.asarray(poses), targets, k_tell)
+        history.append(best[2])
+        if progress is not None:
+            progress(g + 1, config.generations)
+    return jax.vmap(_result)(best, jnp.stack(history, 1))
 
 
 def optimize_host(
@@ -212,27 +308,9 @@ def optimize_host(
     key: PRNGKeyArray,
     progress: Callable[[int, int], None] | None = None,
 ) -> MBOResult:
-    """CMA-ES over a host evaluator (numpy in, numpy out: MuJoCo C, the CPU hybrid); ask and tell are jitted.
-
-    The same search as `optimize_jit` (same key, same candidates while the
-    evaluators agree).  `progress(done, total)` is called after each generation.
-    """
-    k_init, key = jax.random.split(key)
-    state = _init_j(config, k_init)
-    target = jnp.asarray(target, jnp.float32)
-    best = (jnp.full(3, 0.5), jnp.zeros(3), jnp.array(jnp.inf))
-    history = []
-    for g, k in enumerate(jax.random.split(key, config.generations)):
-        k_ask, k_tell = jax.random.split(k)
-        pop, state = _ask_j(config, state, k_ask)
-        poses = jnp.asarray(np.asarray(evaluate(np.asarray(strikes_of_unit(pop), np.float64))), jnp.float32)
-        fit = _fitness_j(pop, poses, target, config)
-        state = _tell_j(config, state, pop, fit, k_tell)
-        best = _keep_best(best, pop, poses, fit)
-        history.append(best[2])
-        if progress is not None:
-            progress(g + 1, config.generations)
-    return _result(best, jnp.stack(history))
+    """CMA-ES for one target over a host evaluator (`optimize_many_host` with one target)."""
+    keys = jnp.asarray(key)[None]
+    return _first(optimize_many_host(evaluate, jnp.asarray(target)[None], config, keys=keys, progress=progress))
 
 
 def describe(result: MBOResult, start, target) -> dict:
@@ -264,8 +342,11 @@ class HybridEvaluator(eqx.Module):
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
-
-        return jax.vmap(lambda s: hybrid_rollout(self.hs, self.handler, s, self.params).rest_pose)(strikes)
+        # the batching policy's blocks, chosen when traced (one vmap on an accelerator)
+        b = block_size(strikes.shape[0], world=strike_world_bytes(self.hs.sim))
+        return map_batched(
+            lambda s: hybrid_rollout(self.hs, self.handler, s, self.params).rest_pose, strikes, batch_size=b
+        )
 
 
 class MJXEvaluator(eqx.Module):
@@ -275,8 +356,8 @@ class MJXEvaluator(eqx.Module):
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
-
-        return jax.vmap(lambda s: simulate_strike(self.sim, s, self.params).rest_pose)(strikes)
+        b = block_size(strikes.shape[0], world=strike_world_bytes(self.sim))
+        return map_batched(lambda s: simulate_strike(self.sim, s, self.params).rest_pose, strikes, batch_size=b)
 
 
 def cached_scene(sims: dict, shape: str, dt_slide: float):
@@ -326,6 +407,15 @@ def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict 
     return (lambda s: simulate_strikes_c(sim, s, np.broadcast_to(params, (len(s), len(params)))).rest_pose), False
 
 
+def _searches(engine, shape, params, starts, targets, config: MBOConfig, keys, handler, sims, progress) -> MBOResult:
+    config.check()
+    evaluate, jittable = make_evaluator(engine, shape, params, handler=handler, sims=sims)
+    goals = jax.vmap(to_start_frame)(jnp.asarray(targets, jnp.float32), jnp.asarray(starts, jnp.float32))
+    if jittable:
+        return optimize_many_jit(evaluate, goals, config, keys=keys)
+    return optimize_many_host(evaluate, goals, config, keys=keys, progress=progress)
+
+
 def optimize(
     engine: str, shape: str, params, start, target, config: MBOConfig, *, key, handler=None, sims=None, progress=None
 ) -> MBOResult:
@@ -333,12 +423,38 @@ def optimize(
 
     Returns an `MBOResult` whose rest pose is in the start pose's frame (`to_world` maps it back).
     """
-    config.check()
-    evaluate, jittable = make_evaluator(engine, shape, params, handler=handler, sims=sims)
-    goal = to_start_frame(jnp.asarray(target), jnp.asarray(start))
-    if jittable:
-        return optimize_jit(evaluate, goal, config, key=key)
-    return optimize_host(evaluate, goal, config, key=key, progress=progress)
+    starts, targets = jnp.asarray(start)[None], jnp.asarray(target)[None]
+    keys = jnp.asarray(key)[None]
+    return _first(_searches(engine, shape, params, starts, targets, config, keys, handler, sims, progress))
+
+
+def optimize_many(
+    engine: str,
+    shape: str,
+    params,
+    starts: Float[Array, "t 3"],
+    targets: Float[Array, "t 3"],
+    config: MBOConfig,
+    *,
+    key: PRNGKeyArray,
+    handler=None,
+    sims=None,
+    progress=None,
+) -> MBOResult:
+    """`optimize` for t (start, target) pairs at once: one CMA-ES state per target, vmapped, and each
+    generation's t × population rollouts in one batch (one vmap on an accelerator; MuJoCo C's threads).
+
+    Target i is searched with key `jax.random.split(key, t)[i]`: the same strikes as
+    `optimize(..., start=starts[i], target=targets[i], key=jax.random.split(key, t)[i])`.
+
+    Returns:
+        An `MBOResult` with a leading axis of t; rest poses are in each start pose's frame.
+    """
+    starts, targets = jnp.atleast_2d(jnp.asarray(starts)), jnp.atleast_2d(jnp.asarray(targets))
+    if starts.shape != targets.shape or starts.shape[-1] != 3:
+        raise ValueError(f"starts {starts.shape} and targets {targets.shape}: need the same (t, 3) poses")
+    keys = jax.random.split(key, targets.shape[0])
+    return _searches(engine, shape, params, starts, targets, config, keys, handler, sims, progress)
 
 
 def cmaes_in_box(
@@ -362,22 +478,27 @@ def cmaes_in_box(
     Returns:
         (u, loss, history): the best point of the box, its loss, and the best loss of each generation.
     """
+    # ask and tell on the CPU: the same search on a laptop and a GPU machine (`clashx.core.on_host`);
+    # `losses` runs where its simulator does
     u0 = np.asarray(u0, np.float64)
     es = CMA_ES(population_size=population, solution=jnp.zeros(len(u0)))
     es_params = es.default_params.replace(std_init=std_init)
     best_u, best_loss = (u0, math.inf) if best is None else (np.asarray(best[0], np.float64), float(best[1]))
     key, k_init = jax.random.split(key)
-    state = es.init(k_init, jnp.asarray(u0, jnp.float32), es_params)
+    with on_host():
+        state = es.init(k_init, jnp.asarray(u0, jnp.float32), es_params)
     history = []
     for _ in range(generations):
         key, k_ask, k_tell = jax.random.split(key, 3)
-        pop, state = es.ask(k_ask, state, es_params)
+        with on_host():
+            pop, state = es.ask(k_ask, state, es_params)
         pop = np.asarray(pop, np.float64)
         u = np.clip(pop, 0.0, 1.0)
         loss = np.asarray(losses(u), np.float64)
-        state, _ = es.tell(
-            k_tell, jnp.asarray(pop), jnp.asarray(loss + np.sum((pop - u) ** 2, axis=1)), state, es_params
-        )
+        with on_host():
+            state, _ = es.tell(
+                k_tell, jnp.asarray(pop), jnp.asarray(loss + np.sum((pop - u) ** 2, axis=1)), state, es_params
+            )
         i = int(np.argmin(loss))
         history.append(float(loss[i]))
         if loss[i] < best_loss:

@@ -33,7 +33,6 @@ from ._scenes import SolverSettings as SolverSettings
 from ._spaces import cube_space as cube_space
 from ._spaces import strike_space as strike_space
 from ._strike import MAX_TIME as MAX_TIME
-from ._strike import MJX_BLOCK as MJX_BLOCK
 from ._strike import RELEASE_AFTER as RELEASE_AFTER
 from ._strike import ContactResult as ContactResult
 from ._strike import StrikeEvent as StrikeEvent
@@ -52,6 +51,7 @@ from ._strike import simulate_strikes_c as simulate_strikes_c
 from ._strike import simulate_strikes_mjx as simulate_strikes_mjx
 from ._strike import slide_c as slide_c
 from ._strike import slide_to_rest_c as slide_to_rest_c
+from ._strike import strike_world_bytes as strike_world_bytes
 from ._strike import striker_contact as striker_contact
 from ._strike import yaw_of as yaw_of
 from ._strike_impact import StrikeBodies as StrikeBodies

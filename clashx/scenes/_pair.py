@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import Array, Float, Layout, ParamSpace, PRNGKeyArray, mjx, resolve_engine
+from ..core import Array, Float, Layout, ParamSpace, PRNGKeyArray, in_blocks, mjx, model_world_bytes, resolve_engine
 from ..core import batch as _batch
 from . import _pair_contact as pc
 from . import _pair_state as ps
@@ -442,10 +442,13 @@ def roll(scene: PairScene, params, qpos, qvel, n_steps: int, *, engine: str) -> 
         return rec["qpos"], rec["qvel"]
     if engine != "mjx":
         raise ValueError(f"engine {engine!r}: expected 'c' or 'mjx'")
-    model = mjx.put_model(scene.c_model())
-    q, v = _roll_mjx(
-        model, scene.space, scene.rows(), jnp.asarray(params), jnp.asarray(qpos), jnp.asarray(qvel), n_steps
-    )
+    m = scene.c_model()
+    model, space, rows = mjx.put_model(m), scene.space, scene.rows()
+    q, v = in_blocks(  # the batching policy's blocks (one vmap on an accelerator)
+        lambda p, q, v: _roll_mjx(model, space, rows, jnp.asarray(p), jnp.asarray(q), jnp.asarray(v), n_steps),
+        params, np.asarray(qpos), np.asarray(qvel),
+        world=model_world_bytes(m, recorded=4 * n_steps * (m.nq + m.nv)),
+    )  # fmt: skip
     return np.asarray(q, np.float64), np.asarray(v, np.float64)
 
 

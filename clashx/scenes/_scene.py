@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray
+from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, model_world_bytes
 from . import _pair_state as ps
 
 APART_CAP = 1 << 30  # steps: the apart counter saturates here
@@ -152,6 +152,10 @@ class AbstractImpactScene(eqx.Module):
     @abc.abstractmethod
     def separation(self, qpos: Float[Array, " nq"]) -> Float[Array, ""]:
         """The pair's signed gap (m) at `qpos`, in JAX: > 0 apart, ≤ 0 overlapping."""
+
+    def world_bytes(self) -> int:
+        """One world's footprint in a vmapped MJX batch, for the batching policy (`clashx.core.block_size`)."""
+        return model_world_bytes(self.hybrid_c_model())
 
     def lite(self) -> AbstractImpactScene:
         """This scene without what the rule's hooks never read (MJX models): cheap to hand to a jitted function

@@ -30,7 +30,19 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, map_batched, mjx, spread
+from ..core import (
+    Array,
+    Bool,
+    Float,
+    Layout,
+    ParamSpace,
+    PRNGKeyArray,
+    block_size,
+    map_batched,
+    mjx,
+    model_world_bytes,
+    spread,
+)
 from ..core import batch as _batch
 from . import _geometry as geo
 from . import _pair_state as ps
@@ -190,6 +202,9 @@ class StrikeSim(AbstractImpactScene):
 
     def hybrid_c_model(self) -> mujoco.MjModel:
         return self.mj_slide_model()
+
+    def world_bytes(self) -> int:
+        return strike_world_bytes(self)
 
     def hybrid_rows(self) -> Layout:
         return self.slide_rows
@@ -447,28 +462,33 @@ def _event(contact, rest_pose) -> StrikeEvent:
     return StrikeEvent(**{f: getattr(contact, f) for f in fields}, rest_pose=rest_pose)
 
 
-# MJX batches are vmapped in blocks of this many worlds: on a 2-core CPU with jax 0.10.2 one
-# vmap over 1024 strikes compiled but never finished (all threads asleep, seen 4 times), while
-# 256 and 512 ran; blocks of 256 were also the fastest per strike on that CPU.
-MJX_BLOCK = 256
+def strike_world_bytes(sim: StrikeSim) -> int:
+    """One strike's footprint in a vmapped batch, for the batching policy (`clashx.core.block_size`)."""
+    return max(model_world_bytes(sim.model), model_world_bytes(sim.slide_model))
 
 
 def simulate_strikes_mjx(
-    sim: StrikeSim, strikes: Float[Array, "batch 3"], params: Float[Array, "batch 3"], *, to_rest: bool = True
+    sim: StrikeSim,
+    strikes: Float[Array, "batch 3"],
+    params: Float[Array, "batch 3"],
+    *,
+    to_rest: bool = True,
+    block: int | None = None,
 ) -> StrikeEvent:
-    """`simulate_strike` over a batch on MJX, vmapped in blocks of `MJX_BLOCK` worlds per device.
+    """`simulate_strike` over a batch on MJX, vmapped in blocks the batching policy picks.
 
+    One vmap over the whole batch on an accelerator (within its memory), blocks of
+    `clashx.core.batching.CPU_BLOCK` on a CPU; `block` overrides (`clashx.core.block_size`).
     With several local devices each block is spread over them (`clashx.core.map_batched`).
     """
+    b = block_size(jnp.shape(strikes)[0], world=strike_world_bytes(sim), block=block)
     sim, (strikes, params) = spread(sim, (jnp.asarray(strikes), jnp.asarray(params)))
-    return _simulate_strikes_mjx(sim, strikes, params, to_rest=to_rest)
+    return _simulate_strikes_mjx(sim, strikes, params, to_rest=to_rest, block=b)
 
 
 @eqx.filter_jit
-def _simulate_strikes_mjx(sim: StrikeSim, strikes, params, *, to_rest: bool) -> StrikeEvent:
-    return map_batched(
-        lambda x: simulate_strike(sim, x[0], x[1], to_rest=to_rest), (strikes, params), batch_size=MJX_BLOCK
-    )
+def _simulate_strikes_mjx(sim: StrikeSim, strikes, params, *, to_rest: bool, block: int) -> StrikeEvent:
+    return map_batched(lambda x: simulate_strike(sim, x[0], x[1], to_rest=to_rest), (strikes, params), batch_size=block)
 
 
 # --- MuJoCo C: the same rule around mujoco.batch rollouts ---------------------------------

@@ -69,7 +69,19 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, map_batched, mjx, spread
+from ..core import (
+    Array,
+    Bool,
+    Float,
+    Layout,
+    ParamSpace,
+    PRNGKeyArray,
+    block_size,
+    map_batched,
+    mjx,
+    model_world_bytes,
+    spread,
+)
 from ..core import batch as _batch
 from . import _pair_contact as pc
 from . import _pair_state as ps
@@ -393,18 +405,20 @@ def simulate_toss(
 def simulate_tosses(
     sim: TossSim, initial_states: Float[Array, "batch 13"], params: Float[Array, "batch 3"], n_frames: int = 0
 ) -> TossEvent:
-    """`simulate_toss` over a batch (jit + vmap; one compilation per batch size and n_frames).
+    """`simulate_toss` over a batch (jit + vmap in blocks of the batching policy, `clashx.core.block_size`;
+    one compilation per batch size and n_frames).
 
-    With several local devices the batch is spread over them (`clashx.core.map_batched`).
+    With several local devices each block is spread over them (`clashx.core.map_batched`).
     """
+    world = model_world_bytes(sim.model, recorded=n_frames * 13 * 4)
+    b = block_size(jnp.shape(initial_states)[0], world=world)
     sim, (initial_states, params) = spread(sim, (jnp.asarray(initial_states), jnp.asarray(params)))
-    return _simulate_tosses(sim, initial_states, params, n_frames)
+    return _simulate_tosses(sim, initial_states, params, n_frames, block=b)
 
 
 @eqx.filter_jit
-def _simulate_tosses(sim: TossSim, initial_states, params, n_frames: int) -> TossEvent:
-    n = initial_states.shape[0]
-    return map_batched(lambda x: simulate_toss(sim, x[0], x[1], n_frames), (initial_states, params), batch_size=n)
+def _simulate_tosses(sim: TossSim, initial_states, params, n_frames: int, *, block: int) -> TossEvent:
+    return map_batched(lambda x: simulate_toss(sim, x[0], x[1], n_frames), (initial_states, params), batch_size=block)
 
 
 # --- MuJoCo C: the same rule around mujoco.batch rollouts ----------------------------------

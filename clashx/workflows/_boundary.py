@@ -15,11 +15,11 @@ import signal
 import sys
 import threading
 
-from ..core import check_outputs_apart, check_seed, output_lock
+from ..core import block_override, check_outputs_apart, check_seed, output_lock
 
 # The flags whose paths a command reads, and those it writes: an output that is an input is refused,
 # and each output is locked while the command writes it (`clashx.core.output_lock`).
-INPUT_FLAGS = ("data", "real", "params", "model", "events", "input", "done", "ran")
+INPUT_FLAGS = ("data", "real", "params", "model", "events", "input", "done", "ran", "targets")
 OUTPUT_FLAGS = ("out", "json", "plot")
 RESUMABLE = ("generate", "pretrain", "train-policy")  # these keep their finished chunks, epochs or tables
 
@@ -72,12 +72,12 @@ def run_guarded(a: argparse.Namespace, command: str) -> int:
     previous = _on_sigterm()
     try:
         check_outputs_apart(outputs, _paths(a, INPUT_FLAGS) | _scene_file(a))
-        with output_lock(outputs, command):
+        with output_lock(outputs, command), block_override(getattr(a, "block_size", None)):
             return a.func(a)
     except (ValueError, RuntimeError) as e:
         message = str(e)
     except MemoryError:
-        message = "out of memory; ask for less at once (fewer worlds or events, a shorter time, smaller batches)"
+        message = "out of memory; ask for less at once (fewer worlds or events, a shorter time, a smaller --block-size)"
     except OSError as e:
         message = _os_message(e)
     except (KeyboardInterrupt, Terminated) as e:

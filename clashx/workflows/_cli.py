@@ -26,6 +26,7 @@ from ._strike_workflow import (
     OUTSIDE,
     parse_pose,
     read_param_file,
+    read_targets,
     run_evaluate,
     run_finetune,
     run_identify,
@@ -202,25 +203,38 @@ def _cmd_optimize(a: argparse.Namespace) -> int:
     if a.json:
         check_output(a.json, "--json")
     config = MBOConfig(population=a.population, generations=a.generations).check()
-    start, target = parse_pose(a.start, "--start"), parse_pose(a.target, "--target")
-    for flag, pose in (("--start", start), ("--target", target)):
-        if abs(pose[2]) > math.pi:
+    start = parse_pose(a.start, "--start")
+    if a.targets:
+        starts, targets = read_targets(a.targets, start)
+        where = f"--targets {a.targets}"
+    else:
+        starts, targets, where = start[None], parse_pose(a.target, "--target")[None], "--target"
+    for flag, pose in (("--start", start), ("--target", targets[0])):
+        if not a.targets and abs(pose[2]) > math.pi:
             wrapped = math.remainder(pose[2], 2 * math.pi)
             print(f"note: {flag} yaw {pose[2]:g} rad is the orientation {wrapped:.4f} rad (yaw is compared modulo 2π)")
-    with ProgressBar(f"CMA-ES {a.shape}", "gen") as bar:
-        r = run_optimize(a.model, a.params, a.shape, start, target, config, engine=a.engine, seed=a.seed, progress=bar)
-    s = r["strike"]
-    print(f"strike: theta = {s['theta']:.4f} rad, theta1 = {s['theta1']:.4f} rad, v_pre = {s['v_pre']:.4f} m/s")
-    x, y, yaw = r["predicted_rest_pose"]
-    print(
-        f"predicted rest pose: x = {x:.4f} m, y = {y:.4f} m, yaw = {yaw:.4f} rad "
-        f"(off the target by {1000 * r['predicted_pos_err_m']:.1f} mm, {r['predicted_ori_err_rad']:.3f} rad); "
-        f"{r['time_s']:.1f} s on {r['engine']}"
-    )
-    if r["impact_clamped"]:
-        print(
-            "note: the energy guard clamped the surrogate's prediction for this strike (kinetic energy would have risen)"
+    label = f"CMA-ES {a.shape}" + (f", {len(targets)} targets" if len(targets) > 1 else "")
+    with ProgressBar(label, "gen") as bar:
+        r = run_optimize(
+            a.model, a.params, a.shape, starts, targets, config, engine=a.engine, seed=a.seed, progress=bar, where=where
         )
+    for i, out in enumerate(r["searches"]):
+        s = out["strike"]
+        x, y, yaw = out["predicted_rest_pose"]
+        head = f"target {i + 1}: " if len(targets) > 1 else ""
+        print(
+            f"{head}strike: theta = {s['theta']:.4f} rad, theta1 = {s['theta1']:.4f} rad, v_pre = {s['v_pre']:.4f} m/s"
+        )
+        print(
+            f"{' ' * len(head)}predicted rest pose: x = {x:.4f} m, y = {y:.4f} m, yaw = {yaw:.4f} rad "
+            f"(off the target by {1000 * out['predicted_pos_err_m']:.1f} mm, {out['predicted_ori_err_rad']:.3f} rad)"
+        )
+        if out["impact_clamped"]:
+            print(
+                f"{' ' * len(head)}note: the energy guard clamped the surrogate's prediction for this strike "
+                "(kinetic energy would have risen)"
+            )
+    print(f"{len(targets)} search(es) together in {r['time_s']:.1f} s on {r['engine']}")
     if a.json:
         write_json(a.json, r)
         print(f"-> {a.json}")
@@ -246,13 +260,21 @@ def _real_data_args(p: argparse.ArgumentParser, real_help: str, select_help: str
 
 
 def _engine_flag(p: argparse.ArgumentParser, cpu: str, accelerator: str, detail: str) -> None:
-    """`--engine auto|CPU|ACCELERATOR`: auto resolves to `cpu` where JAX has only a CPU (`core._engine`)."""
+    """`--engine auto|CPU|ACCELERATOR` (auto resolves to `cpu` where JAX has only a CPU, `core._engine`) and
+    `--block-size` (overrides the batching policy, `clashx.core.block_size`)."""
     p.add_argument(
         "--engine",
         choices=("auto", cpu, accelerator),
         default="auto",
         help=f"auto (default): {cpu} where JAX has only a CPU, {accelerator} on a GPU/TPU; {detail}. "
         "The engine that ran is printed",
+    )
+    p.add_argument(
+        "--block-size",
+        type=POSITIVE,
+        default=None,
+        help="worlds per vmapped MJX batch (default: the batching policy's: the whole batch on a GPU/TPU within "
+        "half its memory, 256 on a CPU); lower it if a GPU runs out of memory",
     )
 
 
@@ -401,7 +423,13 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--params", help="PARAMS.json (default: a fine-tuned run's own parameters)")
     o.add_argument("--shape", required=True, choices=geo.SHAPES)
     o.add_argument("--start", default="0,0,0", help="block start pose x,y,yaw (m, m, rad), e.g. -0.1,0,0")
-    o.add_argument("--target", required=True, help="target pose x,y,yaw (m, m, rad), e.g. 0.2,-0.05,0.3")
+    goal = o.add_mutually_exclusive_group(required=True)
+    goal.add_argument("--target", help="target pose x,y,yaw (m, m, rad), e.g. 0.2,-0.05,0.3")
+    goal.add_argument(
+        "--targets",
+        help="TARGETS.csv: one search per row, all at once (one batch per generation); header "
+        "target_x,target_y,target_yaw and optionally start_x,start_y,start_yaw (else --start)",
+    )
     o.add_argument("--population", type=number_arg(int, 2), default=16)
     o.add_argument("--generations", type=POSITIVE, default=20)
     _engine_flag(

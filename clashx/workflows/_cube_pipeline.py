@@ -40,7 +40,7 @@ from ..baselines import (
     rollout_c,
     trajectory_errors,
 )
-from ..core import write_json
+from ..core import in_blocks, model_world_bytes, write_json
 from ..events import ingest_cube_tosses, load_cube_tracks
 from ..hybrid import hybrid_tosses, rest_rollout
 from ..learn import finetune_cube, identify_cube
@@ -324,18 +324,13 @@ def _surrogate_post(model: CubeSurrogate, pre: np.ndarray, params: np.ndarray) -
     return np.asarray(out, np.float64)
 
 
-def _mjx_rollouts(sim, states0: np.ndarray, params: np.ndarray, n_frames: int, block: int = 128) -> np.ndarray:
-    """Plain MJX rollouts from t = 0 (`rest_rollout`), jit + vmap in blocks of `block`: (n, n_frames, 13)."""
+def _mjx_rollouts(sim, states0: np.ndarray, params: np.ndarray, n_frames: int) -> np.ndarray:
+    """Plain MJX rollouts from t = 0 (`rest_rollout`), jit + vmap in blocks of the batching policy: (n, n_frames, 13)."""
     fn = _mjx_rollout_fn(n_frames)
-    n = len(states0)
-    block = min(block, n)
-    out = []
-    for i in range(0, n, block):
-        s = np.asarray(states0[i : i + block], np.float32)
-        pad = block - len(s)
-        s = np.concatenate([s, np.repeat(s[-1:], pad, 0)])
-        out.append(np.asarray(fn(sim, jnp.asarray(s), jnp.asarray(params, jnp.float32)))[: block - pad])
-    return np.concatenate(out).astype(np.float64)
+    p = jnp.asarray(params, jnp.float32)
+    world = model_world_bytes(sim.model, recorded=n_frames * 13 * 4)
+    out = in_blocks(lambda s: fn(sim, jnp.asarray(s), p), np.asarray(states0, np.float32), world=world)
+    return out.astype(np.float64)
 
 
 _ROLLOUT_FNS: dict[int, object] = {}

@@ -15,11 +15,13 @@ import json
 import os
 import time
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import check_output, resolve_engine, write_json
+from ..core import check_output, in_blocks, model_world_bytes, resolve_engine, write_json
 from ..events import atomic_savez, load_events
 from ..hybrid import SEGMENT, full_rollouts_c, rollouts, rollouts_c
 from ..learn import (
@@ -232,14 +234,10 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
         if engine == "cpu-hybrid":
             q, _, info = rollouts_c(scene, model, params, q0, v0, steps, until_rest=until_rest)
             return q, info
-        states, k = rollouts(scene, model, params, q0, v0, steps, until_rest=until_rest)
-        r = states.rule
-        info = {
-            "impacts": np.asarray(r.impacts),
-            "clamped": np.asarray(r.clamped),
-            "nonfinite": np.asarray(r.nonfinite),
-        }
-        return np.asarray(states.data.qpos), info | {"steps": np.full(len(q0), int(k))}
+        return in_blocks(  # the batching policy's blocks (one vmap on an accelerator)
+            lambda p, q, v: _hybrid_block(scene, model, p, q, v, steps, until_rest),
+            params, q0, v0, world=model_world_bytes(scene.c_model()),
+        )  # fmt: skip
 
     if engine not in ("cpu-hybrid", "mjx-hybrid"):
         raise ValueError(f"--engine {engine!r}: expected auto, cpu-hybrid or mjx-hybrid")
@@ -292,6 +290,15 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
         "time_full_c_s": t_full,
         "final_position": bodies,  # of each moving pair body's origin, relative to its full-contact travel
     }
+
+
+@eqx.filter_jit
+def _hybrid_block(scene: PairScene, model: PairSurrogate, params, qpos, qvel, steps: int, until_rest: bool):
+    """One block of `run_pair_rollout`'s MJX hybrid rollouts: final qpos and the rule's counts per world."""
+    states, k = rollouts(scene, model, params, qpos, qvel, steps, until_rest=until_rest)
+    r = states.rule
+    info = {"impacts": r.impacts, "clamped": r.clamped, "nonfinite": r.nonfinite}
+    return states.data.qpos, info | {"steps": jnp.full(qpos.shape[0], k)}
 
 
 def _positions(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
