@@ -2,7 +2,8 @@
 
 Pretraining spreads the surrogate's capacity over the whole prior of eight
 parameters; once the parameters are identified, only their neighbourhood
-matters.  `distil_locally` simulates fresh strikes on MuJoCo C with
+matters.  `distil_locally` simulates fresh strikes (MuJoCo C on a CPU, MJX in
+one vmap on an accelerator: `LocalDistilConfig.engine`) with
 parameters drawn close to the identified ones (a Gaussian of `spread` of each
 prior range, clipped to the prior) and takes Adam steps on all weights
 against them (velocity and window displacement, `release_loss`), so the
@@ -27,9 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core import PRNGKeyArray
+from ..core import PRNGKeyArray, resolve_engine
 from ..events import sample_strikes
-from ..scenes import StrikeSim, block_pose, simulate_strikes_c
+from ..scenes import StrikeSim, block_pose, simulate_strikes_c, simulate_strikes_mjx
 from ..scenes import geometry as geo
 from ..surrogate import Surrogate, release_loss, window_displacement
 
@@ -42,6 +43,9 @@ class LocalDistilConfig:
         n: strikes simulated (uniform over SCENE.md's strike ranges).
         spread: σ of the parameters around the identified ones, in units of each prior range.
         steps: Adam steps; batch: strikes per step; lr: learning rate.
+        engine: where the fresh strikes are simulated: "c" (MuJoCo C on every core), "mjx" (one
+            vmap on the JAX device, as the batching policy allows) or "auto" ("c" where JAX has only
+            a CPU, "mjx" on a GPU/TPU: `clashx.core.resolve_engine`); the report names the one that ran.
     """
 
     n: int = 4096
@@ -49,25 +53,33 @@ class LocalDistilConfig:
     steps: int = 600
     batch: int = 512
     lr: float = 3e-4
+    engine: str = "auto"
 
     def __post_init__(self):
+        if self.engine not in ("auto", "c", "mjx"):
+            raise ValueError(f"local distillation engine {self.engine!r}: expected auto, c or mjx")
         if self.n < 16 or self.steps < 0 or self.batch < 1 or not self.lr > 0 or not self.spread >= 0:
             raise ValueError(f"local distillation needs n >= 16, steps >= 0, batch >= 1, lr > 0, spread >= 0: {self}")
 
 
 def local_data(sim: StrikeSim, params: np.ndarray, *, key: PRNGKeyArray, config: LocalDistilConfig):
-    """(strikes, parameters, outcomes (n, 6)) of strikes simulated on MuJoCo C around `params` (touched ones)."""
+    """(strikes, parameters, outcomes (n, 6)) of strikes simulated around `params` (touched ones), on
+    `config.engine` (MuJoCo C, or MJX in one vmap on an accelerator)."""
     k_s, k_p = jax.random.split(key)
     space = sim.space
     strikes = np.asarray(sample_strikes(config.n, key=k_s), np.float64)
     u0 = np.asarray(space.to_unit(jnp.asarray(params)), np.float64)
     u = np.clip(u0 + config.spread * np.asarray(jax.random.normal(k_p, (config.n, space.size))), 0.0, 1.0)
     p = np.asarray(space.from_unit(jnp.asarray(u)), np.float64)
-    ev = simulate_strikes_c(sim, strikes, p, to_rest=False)
+    if resolve_engine(config.engine, cpu="c", accelerator="mjx") == "mjx":
+        ev = jax.tree.map(np.asarray, simulate_strikes_mjx(sim, jnp.asarray(strikes), jnp.asarray(p), to_rest=False))
+    else:
+        ev = simulate_strikes_c(sim, strikes, p, to_rest=False)
     ok = np.asarray(ev.touched)
     start = np.broadcast_to(np.asarray(block_pose(sim.block_rest), np.float64), (int(ok.sum()), 3))
-    disp = np.asarray(window_displacement(start, ev.release_pose[ok]), np.float64)
-    return strikes[ok], p[ok], np.concatenate([ev.post_velocity[ok], disp], 1)
+    disp = np.asarray(window_displacement(start, np.asarray(ev.release_pose, np.float64)[ok]), np.float64)
+    post = np.asarray(ev.post_velocity, np.float64)[ok]
+    return strikes[ok], p[ok], np.concatenate([post, disp], 1)
 
 
 def distil_locally(
@@ -94,6 +106,7 @@ def distil_locally(
     tuned, before, after = _train(model, s, p, out, k_steps, config, length)
     return tuned, {
         "strikes": int(len(strikes)),
+        "engine": resolve_engine(config.engine, cpu="c", accelerator="mjx"),
         "loss_before": float(before),
         "loss_after": float(after),
         "simulate_s": t_sim,
