@@ -82,3 +82,26 @@ def test_footprint_estimate_covers_what_xla_allocates_per_world():
     per_world = (memory.temp_size_in_bytes + memory.output_size_in_bytes) / n
     assert strike_world_bytes(sim) >= per_world
     assert strike_world_bytes(sim) == max(model_world_bytes(sim.model), model_world_bytes(sim.slide_model))
+
+
+def test_the_block_size_flag_reaches_every_batched_job(tmp_path):
+    from clashx.workflows._boundary import run_guarded
+    from clashx.workflows._cli import build_parser
+
+    seen = []
+    policy = block_size(100_000, world=1)  # this machine's choice without a flag
+
+    def job(_):
+        seen.append(block_size(100_000, world=1))
+        return 0
+
+    for argv, expected in (
+        (["generate", "--scene", "strike", "--shape", "square", "--n", "5", "--out", str(tmp_path / "g.npz")], None),
+        (["optimize", "--shape", "square", "--target", "0,0,0", "--block-size", "7"], 7),
+        (["generate", "--scene", "cube-toss", "--n", "5", "--out", str(tmp_path / "t.npz"), "--block-size", "64"], 64),
+    ):
+        a = build_parser().parse_args(argv)
+        a.func = job
+        assert run_guarded(a, "clashx " + " ".join(argv)) == 0
+        assert seen[-1] == (expected or policy)
+    assert block_size(100_000, world=1) == policy  # the override ends with the command
