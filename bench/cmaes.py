@@ -155,9 +155,10 @@ def identify_methods(
     config = LabFitConfig()
     mu2 = float(np.clip(lab.report["ground"]["mu2"], sim.space.low[1], sim.space.high[1]))
     prior = dict(config.prior_std) | {"mu2": config.stage1_slide_std}
-    cma = identify_cmaes(
-        sim, strikes, vel, key=key, population=16, generations=30, base=sim.space.vector(mu2=mu2), prior_std=prior
-    )
+    cma = identify_cmaes(  # three restarts: one search's luck moved α = 0.1 by up to 0.28 (README)
+        sim, strikes, vel, key=key, population=16, generations=30, base=sim.space.vector(mu2=mu2), prior_std=prior,
+        restarts=3,
+    )  # fmt: skip
 
     def rest_c(s, p):
         return simulate_strikes_c(sim, s, p).rest_pose

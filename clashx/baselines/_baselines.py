@@ -119,6 +119,7 @@ def identify_cmaes(
     base: np.ndarray | None = None,
     prior_std: dict[str, float] | None = None,
     nthread: int = 0,
+    restarts: int = 1,
 ) -> Identified:
     """Identify parameters with CMA-ES over MuJoCo C strikes (the "MuJoCo + CMA-ES" baseline).
 
@@ -142,6 +143,8 @@ def identify_cmaes(
         prior_std: {name: σ in units of the prior range} of a Gaussian prior around `base`,
             added to the loss as Σ ((u − u_base) / σ)² / n: the objective of `clashx.identify`.
         nthread: MuJoCo C threads (0: all CPUs).
+        restarts: independent CMA-ES searches sharing each generation's batch (`cmaes_in_box`);
+            the best by the loss wins.
 
     Returns:
         `Identified` with the best candidate seen (clipped into the prior box); its `loss` is the fit part.
@@ -173,14 +176,14 @@ def identify_cmaes(
 
     start = base_u[cols] if prior_std else np.full(p, 0.5)
     best_u, _, history = cmaes_in_box(
-        losses, start, key=key, population=population, generations=generations, std_init=std_init
+        losses, start, key=key, population=population, generations=generations, std_init=std_init, restarts=restarts
     )
     best_loss = float(fit_losses(np.asarray(best_u)[None])[0])
     return Identified(
         params=np.asarray(sim.space.from_unit(jnp.asarray(full(best_u[None])[0])), np.float64),
         loss=best_loss,
         iterations=generations,
-        evaluations=generations * population * n,
+        evaluations=generations * population * n * restarts,
         start_losses=history,
     )
 
