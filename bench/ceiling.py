@@ -36,7 +36,7 @@ from clashx.core import ParamSpace, Target, write_json
 from clashx.events import lab_recording, relative_error
 from clashx.scenes import geometry as geo
 from clashx.scenes import make_strike_sim, simulate_strikes_c, strike_space
-from clashx.workflows._strike_compare import lab_truth
+from clashx.workflows import lab_truth
 
 SOLIMP = {  # name: (col, low, high, nominal, log)
     "solimp_d0": (0, 0.5, 0.99, 0.9, False),

@@ -15,5 +15,6 @@ from ._push_cmd import tabulate as tabulate
 from ._strike_compare import ALL_METHODS as ALL_METHODS
 from ._strike_compare import CompareConfig as CompareConfig
 from ._strike_compare import compare as compare
+from ._strike_compare import lab_truth as lab_truth
 from ._strike_compare import table as table
 from ._strike_compare import track_comparison as track_comparison
