@@ -21,19 +21,18 @@ on it); one that does not is not.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
 
 import jax
 import numpy as np
-from cmaes import LAB_DIR, run_lab  # bench/cmaes.py: strike_lab.py in a subprocess
-from correction import OWN_LABS
+from cmaes import run_lab  # bench/cmaes.py: strike_lab.py in a subprocess
+from correction import lab_file, lab_test
 
 from clashx.baselines import identify_cmaes
 from clashx.core import ParamSpace, Target, write_json
-from clashx.events import lab_recording, relative_error
+from clashx.events import relative_error
 from clashx.scenes import geometry as geo
 from clashx.scenes import make_strike_sim, simulate_strikes_c, strike_space
 from clashx.workflows import lab_truth
@@ -75,16 +74,10 @@ def main() -> None:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for lab in a.labs.split(","):
-            lab_file = str(LAB_DIR / "lab_a.json") if lab == "a" else os.path.join(tmp, f"lab_{lab}.json")
-            if lab != "a":
-                with open(lab_file, "w") as f:
-                    json.dump(OWN_LABS[lab], f)
+            path = lab_file(lab, tmp)
             for shape in a.shapes.split(","):
-                rec = run_lab(shape, lab_file, os.path.join(tmp, f"{lab}_{shape}_fit.npz"), n=a.n, seed=7)
-                if lab == "a":
-                    test = dict(np.load(lab_recording(shape, "test")))
-                else:
-                    test = run_lab(shape, lab_file, os.path.join(tmp, f"{lab}_{shape}_test.npz"), n=a.test_n, seed=1)
+                rec = run_lab(shape, path, os.path.join(tmp, f"{lab}_{shape}_fit.npz"), n=a.n, seed=7)
+                test = lab_test(shape, lab, tmp, a.test_n)
                 s_fit, v_fit, _ = lab_truth(rec, "fit")
                 s_test, v_test, _ = lab_truth(test, "test")
                 length = geo.characteristic_length(shape)

@@ -110,17 +110,28 @@ def corrected(fit: dict, kind: str, shape: str) -> dict:
             "scales": scales}  # fmt: skip
 
 
+def lab_file(lab: str, tmp: str) -> str:
+    """The strike lab's parameter file of `lab` ("a": lab A's; one of `OWN_LABS`: written into `tmp`)."""
+    if lab == "a":
+        return str(LAB_DIR / "lab_a.json")
+    path = os.path.join(tmp, f"lab_{lab}.json")
+    with open(path, "w") as f:
+        json.dump(OWN_LABS[lab], f)
+    return path
+
+
+def lab_test(shape: str, lab: str, tmp: str, n: int) -> dict:
+    """The test recording of `lab`: lab A's shipped 200 strikes, else `n` random strikes (seed 1) run there."""
+    if lab == "a":
+        return dict(np.load(lab_recording(shape, "test")))
+    return run_lab(shape, lab_file(lab, tmp), os.path.join(tmp, f"{lab}_{shape}_test.npz"), n=n, seed=1)
+
+
 def fit_lab(shape: str, lab: str, seed: int, test_n: int, tmp: str) -> dict:
     """clashx's fit (no fine-tuning) on ten strikes of `lab`, with what the corrections need."""
-    lab_file = str(LAB_DIR / "lab_a.json") if lab == "a" else os.path.join(tmp, f"lab_{lab}.json")
-    if lab != "a":
-        with open(lab_file, "w") as f:
-            json.dump(OWN_LABS[lab], f)
-    rec = run_lab(shape, lab_file, os.path.join(tmp, f"{lab}{seed}_{shape}_fit.npz"), n=10, seed=seed)
-    if lab == "a":
-        test = dict(np.load(lab_recording(shape, "test")))
-    else:
-        test = run_lab(shape, lab_file, os.path.join(tmp, f"{lab}_{shape}_test.npz"), n=test_n, seed=1)
+    path = lab_file(lab, tmp)
+    rec = run_lab(shape, path, os.path.join(tmp, f"{lab}{seed}_{shape}_fit.npz"), n=10, seed=seed)
+    test = lab_test(shape, lab, tmp, test_n)
     model, sim = clashx.shipped_surrogate(shape), make_strike_sim(shape)
     fit = fit_recording(model, sim, rec, where=f"lab {lab} seed {seed}", key=jax.random.PRNGKey(0),
                         config=LabFitConfig(finetune=None))  # fmt: skip

@@ -24,7 +24,8 @@ from clashx.events import _generate
 from clashx.surrogate import _cube
 from clashx.workflows import _cli
 from clashx.workflows._cli import main
-from clashx.workflows._strike_workflow import max_reach, parse_select
+from clashx.workflows._optimize_cmd import max_reach
+from clashx.workflows._strike_workflow import parse_select
 
 
 @pytest.fixture(scope="module")

@@ -18,19 +18,17 @@ from ..scenes import geometry as geo
 from ..scenes import load_scene, make_scene
 from ._boundary import LEARNING_RATE, POSITIVE, POSITIVE_FLOAT, number_arg, run_guarded, seed_arg
 from ._demo import run_demo
+from ._optimize_cmd import parse_pose, read_targets, run_optimize
 from ._pair_workflow import cmd_pair
 from ._plan_cmd import cmd_plan
 from ._progress import ProgressBar
 from ._push_cmd import cmd_train_policy
 from ._strike_workflow import (
     OUTSIDE,
-    parse_pose,
     read_param_file,
-    read_targets,
     run_evaluate,
     run_finetune,
     run_identify,
-    run_optimize,
     run_predict,
     warn_outside,
     write_json,
