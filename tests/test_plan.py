@@ -143,10 +143,91 @@ def test_plan_command_writes_the_lab_csv(tmp_path):
                  "--json", str(tmp_path / "plan.json")]) == 0  # fmt: skip
     lines = out.read_text().splitlines()
     assert lines[0] == "theta,theta1,v_pre" and len(lines) == 4
-    assert json.loads((tmp_path / "plan.json").read_text())["criterion"] == "robust"
+    r = json.loads((tmp_path / "plan.json").read_text())
+    assert r["criterion"] == "infogap" and r["mode"] == "coverage" and r["model_error"] is None
     bad = tmp_path / "bad.csv"
     assert main(["plan", "--shape", "triangle", "--k", "0", "--out", str(bad)]) == 2
     assert not bad.exists()
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("theta,v_pre\n1.0,0.5\n", "no column(s) theta1"),
+        ("theta,theta1,v_pre\n", "a header but no strikes"),
+        ("theta,theta1,v_pre\n1.0,0.0,0.5\n1.0,x,0.5\n", "line 3, theta1: 'x' is not a number"),
+        ("theta,theta1,v_pre\n1.0,0.0,nan\n", "line 2, v_pre: 'nan' is not finite"),
+        ("theta,theta1,v_pre\n1.0,0.0\n", "line 2: 2 fields"),
+        ("theta,theta1,v_pre\n1.0,0.9,0.5\n", "line 2, theta1: 0.9 is outside the lab's range"),
+    ],
+)
+def test_plan_need_file_errors_name_line_and_column(tmp_path, capsys, text, message):
+    """A bad --need CSV fails with the file, line and column, and nothing is written."""
+    need, out = tmp_path / "need.csv", tmp_path / "next.csv"
+    need.write_text(text)
+    assert main(["plan", "--shape", "square", "--need", str(need), "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err and str(need) in capsys.readouterr().err + str(need)
+    assert not out.exists()
+
+
+def _mmd(design: np.ndarray, need: np.ndarray) -> float:
+    """Direct MMD² of `design` from `need` (less the need-need constant), the coverage kernel."""
+    u, t = _plan._unit_strikes(design), _plan._unit_strikes(need)
+    return float(_plan._kernel(u, u).mean() - 2 * _plan._kernel(u, t).mean())
+
+
+def test_coverage_is_greedy_herding_of_the_needed_strikes(square):
+    """Each pick is the candidate that lowers the design's MMD² from `need` the most (checked by brute force),
+    and the design is closer to `need` than every one of 50 random designs of the same size."""
+    p = square.space.vector()
+    need = np.asarray(sample_strikes(64, key=jax.random.PRNGKey(9)), np.float64)
+    need[:, 2] = np.clip(need[:, 2], 0.6, None)  # a task of fast strikes only
+    r = plan(square, p, need=need, config=PlanConfig(k=4, criterion="coverage", candidates=256, seed=3))
+    cand = np.asarray(sample_strikes(256, key=jax.random.split(jax.random.PRNGKey(3), 3)[0]), np.float64)
+    design = np.zeros((0, 3))
+    for pick in r["strikes"]:
+        best = cand[int(np.argmin([_mmd(np.concatenate([design, c[None]]), need) for c in cand]))]
+        np.testing.assert_allclose(pick, best)
+        design = np.concatenate([design, best[None]])
+    rng = np.random.default_rng(0)
+    random_mmd = [_mmd(cand[rng.choice(256, 4, replace=False)], need) for _ in range(50)]
+    assert _mmd(r["strikes"], need) < min(random_mmd)
+    with pytest.raises(ValueError, match="inside the lab's ranges"):
+        plan(square, p, need=need + 10.0, config=PlanConfig(k=2, criterion="coverage", candidates=64))
+
+
+def test_infogap_covers_until_held_out_strikes_say_the_model_matches(square):
+    """No held-out error or one beyond MISSPECIFIED: coverage's picks; within it: robust's with that error."""
+    p = square.space.vector()
+    ran = np.array([[1.0, 0.1, 0.5], [2.0, -0.1, 0.6]])
+
+    def picks(criterion, error=None):
+        r = plan(square, p, ran=ran, error=error, config=PlanConfig(k=3, criterion=criterion, candidates=256))
+        return r["strikes"], r["mode"]
+
+    cover, _ = picks("coverage")
+    for error in (None, 2.0 * _plan.MISSPECIFIED):
+        s, mode = picks("infogap", error)
+        assert mode == "coverage"
+        np.testing.assert_array_equal(s, cover)
+    s, mode = picks("infogap", 0.5 * _plan.MISSPECIFIED)
+    assert mode == "robust"
+    np.testing.assert_array_equal(s, picks("robust", 0.5 * _plan.MISSPECIFIED)[0])
+    assert not np.array_equal(s, cover)
+
+
+def test_pooled_error_terms_are_model_error(square):
+    """Two batches' terms pooled = model_error of the batches joined (same model and parameters)."""
+    p = np.asarray(square.space.vector(), np.float64)
+    strikes = np.array([[th, 0.05, v] for th, v in ((1.2, 0.5), (1.6, 0.9), (2.0, 0.7), (2.4, 0.6))])
+    labels = 1.15 * np.asarray(jax.vmap(lambda s: square(s, p))(strikes), np.float64)
+    a, b = _plan.error_terms(square, strikes[:1], labels[:1], p), _plan.error_terms(square, strikes[1:], labels[1:], p)
+    pooled = _plan.pooled_error(*(np.concatenate(t) for t in zip(a, b, strict=True)))
+    assert abs(pooled - model_error(square, strikes, labels, p)) < ERROR_ATOL * 1e-3
+    x, w = np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
+    m = np.sum(w * x) / np.sum(w)
+    se = np.sqrt(np.sum(w**2 * (x - m) ** 2)) / np.sum(w)
+    assert abs(_plan.pooled_error(x, w, upper=True) - (m + 2 * se)) < ERROR_ATOL * 1e-3
 
 
 def _synthetic_lab(model, true_params, log):
@@ -177,7 +258,10 @@ def _synthetic_lab(model, true_params, log):
 
 
 def test_strike_loop_spends_the_budget_and_identifies_at_each_checkpoint(square, strike_sims):
-    """3 random strikes, then 2 planned ones; a fit at 3 and at 5; the recordings joined as one."""
+    """3 strikes planned from the prior, then 2 planned from the fit; a fit at 3 and at 5; the recordings joined.
+
+    The 2 are predicted by the fit at 3 before they run: the held-out model error at 5 is theirs.
+    """
     log: list[int] = []
     true = square.space.vector(mu1=0.3, e1=1.5)
     out = strike_loop(
@@ -186,6 +270,15 @@ def test_strike_loop_spends_the_budget_and_identifies_at_each_checkpoint(square,
     assert log == [3, 2] and [c["n"] for c in out] == [3, 5]
     np.testing.assert_array_equal(out[1]["strikes"][:3], out[0]["strikes"])
     assert all(np.isfinite(c["params"]).all() and np.isfinite(c["std"]).all() for c in out)
+    assert out[0]["error"] is None and out[1]["error"] is not None and out[1]["modes"][0] == "coverage"
+    again = _synthetic_lab(square, true, [])  # the same tracks again: the joined recording's labels
+    events = ingest_strike_lab(concat_recordings([again(out[1]["strikes"][:3]), again(out[1]["strikes"][3:])]), "again")
+    first = strike_loop(square, strike_sims("square"), _synthetic_lab(square, true, []), key=jax.random.PRNGKey(0),
+                        checkpoints=(3,))[0]  # fmt: skip
+    terms = _plan.error_terms(first["model"], events["strike"][3:], events["post_velocity"][3:], first["params"])
+    expect = _plan.pooled_error(*terms, upper=True)
+    assert expect > _plan.pooled_error(*terms)  # the bound is above the mean (clipped at 0)
+    assert abs(out[1]["error"] - expect) < ERROR_ATOL
     with pytest.raises(ValueError, match="must all be ≥ start"):
         strike_loop(
             square, strike_sims("square"), _synthetic_lab(square, true, []), key=jax.random.PRNGKey(0), checkpoints=(2,)

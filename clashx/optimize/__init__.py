@@ -19,7 +19,11 @@ from ._optimize import strikes_of_unit as strikes_of_unit
 from ._optimize import to_start_frame as to_start_frame
 from ._optimize import to_world as to_world
 from ._optimize import wrap as wrap
+from ._plan import CRITERIA as CRITERIA
 from ._plan import LABEL_NOISE as LABEL_NOISE
+from ._plan import MISSPECIFIED as MISSPECIFIED
 from ._plan import PlanConfig as PlanConfig
+from ._plan import error_terms as error_terms
 from ._plan import model_error as model_error
 from ._plan import plan as plan
+from ._plan import pooled_error as pooled_error

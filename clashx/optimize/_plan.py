@@ -1,9 +1,30 @@
-"""Which real strikes to run next: the ones expected to teach the identified parameters the most (RSR's loop, step 1).
+"""Which real strikes to run next: the ones that make the identified simulator right where it will be used (RSR's loop).
 
 Real strikes are the expensive part.  Given a surrogate, the current parameters
 and their uncertainty, and the strikes already run, `plan` proposes the next k
 strikes from candidates drawn over the lab's ranges, greedily, by one of:
 
+- "infogap" (the default): the sim-to-real gap first.  The model's error beyond
+  the label noise on strikes it was *not* fitted to (`model_error` of held-out
+  strikes: the loop's newest strikes against the fit before them, or
+  `clashx plan --done`) says whether the surrogate can match the lab at all.
+  While it is unknown, or larger than the label noise (MISSPECIFIED), the plan
+  is "coverage": a misspecified model's fit is biased toward wherever the
+  strikes sit, and the design that biases it least is the one that looks most
+  like the strikes to be predicted.  Once held-out strikes say the model matches
+  the lab within the label noise, the plan is "robust" (parameter information,
+  plus coverage weighted by that error).  Measured in `bench/next_strikes.py`
+  (README): on PyBullet's labs the error never fell below the label noise, so
+  the plan stayed "coverage", and coverage beat random strikes where every
+  information criterion lost to them;
+- "coverage": kernel herding of the strikes to be predicted: each pick lowers
+  the design's maximum mean discrepancy (Gaussian kernel of COVERAGE_LENGTH of
+  each range) from the needed strikes the most (`need`: a task's strikes, by
+  default strikes drawn uniformly over the ranges, the test distribution).  It
+  is the bias term of Box & Draper's design for a model whose error is a
+  Gaussian process with that kernel: the fit's bias is the design's
+  discrepancy from where the model is used.  It needs no parameters, so the
+  loop's first strikes are chosen this way too;
 - "d-optimal": the largest gain in log det of the parameters' precision (the
   expected shrinkage of the posterior's volume, Laplace): a strike's information
   is JᵀJ / σ², J = ∂(relative velocity residual)/∂(parameters in the prior's unit
@@ -15,20 +36,14 @@ strikes from candidates drawn over the lab's ranges, greedily, by one of:
   ensemble of parameter draws from the current posterior (the surrogate's
   disagreement with itself where the parameters are unsure), in label-noise units;
 - "robust": the predictive criterion plus the model's own error (Box & Draper's
-  variance-plus-bias design): where the surrogate cannot match the lab whatever
-  its parameters, the strikes that teach the parameters most are the ones that
-  bias them most, so a design that covers the strikes to be predicted beats one
-  that sits at the ranges' ends.  The bias term is the design's maximum mean
-  discrepancy from strikes drawn like the candidates (Gaussian kernel of
-  COVERAGE_LENGTH of each range), normalised so that n random strikes score
-  1/n, times p times the model error over the label noise (squared): on a random
-  design the model error acts like label noise, p σ_b² / n against the label
-  noise's p σ² / n.  The model error is read from the strikes already run
-  (`model_error`): a model that fits the lab within the label noise plans like
-  "predictive", one that does not plans for coverage;
+  variance-plus-bias design): the coverage term, normalised so that n random
+  strikes score 1/n, times p times the model error over the label noise
+  (squared): on a random design the model error acts like label noise,
+  p σ_b² / n against the label noise's p σ² / n.  The model error is `error`
+  (default: as large as the label noise);
 - "random": uniform over the ranges (the baseline).
 
-The label noise is what makes the criteria prefer strikes the lab can measure.
+The label noise is what makes the information criteria prefer strikes the lab can measure.
 A strike's velocity label is read from the block's slide after release
 (`clashx.events._ingest_strike`); a slow strike's slide is a few millimetres, a few
 motion-capture noise std, so its label is poor.  `label_noise` is LABEL_NOISE
@@ -58,10 +73,13 @@ from ..scenes import geometry as geo
 from ..scenes import sample_strikes
 from ..surrogate import Surrogate
 
-CRITERIA = ("robust", "d-optimal", "predictive", "disagreement", "random")
+CRITERIA = ("infogap", "coverage", "robust", "d-optimal", "predictive", "disagreement", "random")
 # One-sigma of a velocity label, relative (the stop-time labels of the lab's tracks: 4.4-4.9 % median error).
 LABEL_NOISE = 0.05
-COVERAGE_LENGTH = 0.25  # "robust": the coverage kernel's length, in units of each strike range
+COVERAGE_LENGTH = 0.25  # "coverage", "robust": the coverage kernel's length, in units of each strike range
+# "infogap": a held-out model error above this (squared relative error beyond the label noise, summed over the
+# 3 components) means the surrogate cannot match the lab within the label noise: plan for coverage.
+MISSPECIFIED = 3.0 * LABEL_NOISE**2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +88,7 @@ class PlanConfig:
 
     Attributes:
         k: strikes to propose.
-        criterion: "robust", "d-optimal", "predictive", "disagreement" or "random".
+        criterion: one of CRITERIA ("infogap", the default, is described in the module's docstring).
         candidates: strikes drawn uniformly over the lab's ranges to choose from.
         ensemble: parameter draws of the "disagreement" criterion.
         free: the parameters whose information counts (default: all of the model's space).
@@ -78,7 +96,7 @@ class PlanConfig:
     """
 
     k: int = 5
-    criterion: str = "robust"
+    criterion: str = "infogap"
     candidates: int = 2048
     ensemble: int = 32
     free: tuple[str, ...] | None = None
@@ -169,22 +187,44 @@ def _spread(model: Surrogate, strikes, draws) -> Float[Array, " n"]:
     return jnp.mean(res**2, axis=(0, 2))
 
 
-def model_error(model: Surrogate, strikes, labels, params) -> float:
-    """The model's squared error beyond the label noise on strikes already run (summed over the 3 components).
+def error_terms(model: Surrogate, strikes, labels, params) -> tuple[np.ndarray, np.ndarray]:
+    """Each strike's squared relative residual beyond its label noise (n,), and its weight 1 / noise² (n,).
 
-    The mean squared relative residual of the labels at `params` less what their
-    `label_noise` explains, each strike weighted by its label's precision (a slow
-    strike's label says little about the model), at least 0: what no choice of
-    parameters removes.
+    `model_error` of several batches, each against its own fit, is `pooled_error` of their terms.
     """
     strikes = jnp.asarray(strikes, jnp.float32)
     res = jax.vmap(model.example_residuals, in_axes=(0, 0, None))(
         strikes, jnp.asarray(labels, jnp.float32), jnp.asarray(params, jnp.float32)
     )
     noise = label_noise(model, strikes, params)
-    excess = np.sum(np.asarray(res, np.float64) ** 2, -1) - 3.0 * noise**2
-    weight = 1.0 / noise**2
-    return float(max(np.sum(weight * excess) / np.sum(weight), 0.0))
+    return np.sum(np.asarray(res, np.float64) ** 2, -1) - 3.0 * noise**2, 1.0 / noise**2
+
+
+def pooled_error(excess: np.ndarray, weight: np.ndarray, *, upper: bool = False) -> float:
+    """The precision-weighted mean of `error_terms`, at least 0; `upper`: its upper bound, mean + 2 standard errors.
+
+    The standard error is the weighted mean's, √(Σ w² (x − m)²) / Σ w: from five or
+    ten held-out strikes the mean is noisy, and the bound is what "infogap" needs
+    before it trusts that the model matches the lab.
+    """
+    excess, weight = np.asarray(excess, np.float64), np.asarray(weight, np.float64)
+    mean = float(np.sum(weight * excess) / np.sum(weight))
+    if upper:
+        mean += 2.0 * float(np.sqrt(np.sum(weight**2 * (excess - mean) ** 2)) / np.sum(weight))
+    return max(mean, 0.0)
+
+
+def model_error(model: Surrogate, strikes, labels, params) -> float:
+    """The model's squared error beyond the label noise on strikes already run (summed over the 3 components).
+
+    The mean squared relative residual of the labels at `params` less what their
+    `label_noise` explains, each strike weighted by its label's precision (a slow
+    strike's label says little about the model), at least 0: what no choice of
+    parameters removes.  On strikes the parameters were fitted to it is biased low
+    (few strikes, many parameters); on held-out strikes it also holds the
+    parameters' own error, so it is biased high while they are unsure.
+    """
+    return pooled_error(*error_terms(model, strikes, labels, params))
 
 
 def _unit_strikes(strikes) -> np.ndarray:
@@ -198,19 +238,20 @@ def _kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class _Coverage:
-    """The design's maximum mean discrepancy from the candidates' distribution, per candidate added (greedy)."""
+    """The design's maximum mean discrepancy from the needed strikes' distribution, per candidate added (greedy)."""
 
-    def __init__(self, cand: np.ndarray, ran: np.ndarray | None):
+    def __init__(self, cand: np.ndarray, ran: np.ndarray | None, need: np.ndarray | None = None):
         self.cand = _unit_strikes(cand)
         k_cc = _kernel(self.cand, self.cand)
-        self.pool_mean = k_cc.mean(1)  # E_pool k(c, ·)
-        self.norm = max(1.0 - float(k_cc.mean()), 1e-9)  # E MMD² of one random strike
+        target = self.cand if need is None else _unit_strikes(need)
+        k_ct = k_cc if need is None else _kernel(self.cand, target)
+        self.pool_mean = k_ct.mean(1)  # E_need k(c, ·)
+        self.norm = max(1.0 - float(_kernel(target, target).mean()), 1e-9)  # E MMD² of one needed strike
         self.k_cc = k_cc
         d = np.zeros((0, 3)) if ran is None else _unit_strikes(ran)
-        k_cd = _kernel(self.cand, d)
-        self.cross = k_cd.sum(1)  # Σ_design k(c, d)
+        self.cross = _kernel(self.cand, d).sum(1)  # Σ_design k(c, d)
         self.self_sum = float(_kernel(d, d).sum())
-        self.pool_sum = float(k_cd.sum()) / len(self.cand)  # Σ_design E_pool k(d, ·)
+        self.pool_sum = float(_kernel(d, target).sum()) / len(target)  # Σ_design E_need k(d, ·)
         self.n = len(d)
 
     def mmd(self) -> float:
@@ -241,6 +282,7 @@ def plan(
     done=None,
     ran=None,
     error: float | None = None,
+    need=None,
     config: PlanConfig | None = None,
 ) -> dict:
     """Propose the next `config.k` strikes (θ, θ1, v_pre) for the lab.
@@ -253,14 +295,19 @@ def plan(
         done: strikes already run (m, 3); their information is counted in (their labels
             are not needed, so a strike still to be ingested counts too).  With `std` from an
             identification on those strikes, leave this None (they are in `std` already).
-        ran: strikes already run whose information is in `std` (m, 3): "robust" covers around them.
-        error: "robust"'s model error beyond the label noise (`model_error`, squared relative
-            error summed over the 3 components); None: 3·LABEL_NOISE², as large as the label noise.
+        ran: strikes already run whose information is in `std` (m, 3): the coverage terms cover around them.
+        error: the model's error beyond the label noise (`model_error`, squared relative error
+            summed over the 3 components), measured on strikes the parameters were not fitted
+            to.  "infogap" plans for coverage unless it is given and at most MISSPECIFIED;
+            "robust" weights its coverage term by it (None: 3·LABEL_NOISE², as large as the label noise).
+        need: the strikes the simulator will be used on (n, 3), e.g. a task's; "coverage",
+            "infogap" and "robust" cover them (None: strikes drawn uniformly over the ranges).
         config: k, criterion, candidates, ensemble, free parameters, seed.
 
     Returns:
-        {"strikes": (k, 3), "criterion", "scores": per pick, "std_before" / "std_after":
-        the free parameters' Laplace σ (physical units) before and after the k strikes}.
+        {"strikes": (k, 3), "criterion", "mode" (the criterion "infogap" planned with), "scores":
+        per pick, "std_before" / "std_after": the free parameters' Laplace σ (physical units)
+        before and after the k strikes}.
     """
     config = config or PlanConfig()
     params = np.asarray(params, np.float64)
@@ -268,11 +315,18 @@ def plan(
     scale = model.space.unit_scale(params)[cols]
     k_cand, k_ens, k_rand = jax.random.split(jax.random.PRNGKey(config.seed), 3)
     cand = np.asarray(sample_strikes(config.candidates, key=k_cand), np.float64)
+    if need is not None:
+        need = np.asarray(need, np.float64).reshape(-1, 3)
+        if not len(need) or not np.all((need >= geo.STRIKE_LOW - 1e-9) & (need <= geo.STRIKE_HIGH + 1e-9)):
+            raise ValueError("need: expected strikes (n ≥ 1, 3) inside the lab's ranges (θ, θ1, v_pre)")
+    mode = config.criterion
+    if mode == "infogap":
+        mode = "robust" if error is not None and error <= MISSPECIFIED else "coverage"
     precision = prior_precision(model, params, std, config.free)
     if done is not None and len(done):
         precision = precision + strike_information(model, done, params, config.free).sum(0)
     before = np.sqrt(np.diag(np.linalg.inv(precision))) * scale
-    if config.criterion == "random":
+    if mode == "random":
         picks = list(np.asarray(jax.random.choice(k_rand, config.candidates, (config.k,), replace=False)))
         info = strike_information(model, cand[picks], params, config.free)
         precision = precision + info.sum(0)
@@ -282,19 +336,21 @@ def plan(
         info = _information(model, cand, params, sens)
         z = np.asarray(jax.random.normal(k_ens, (config.ensemble, len(cols))), np.float64)
         a_mean = sens.mean(0)  # the prediction's sensitivity for a strike drawn like the candidates (predictive)
-        if config.criterion == "robust":
+        if mode in ("robust", "coverage"):
             design = [a for a in (ran, done) if a is not None and len(a)]
-            coverage = _Coverage(cand, np.concatenate(design) if design else None)
+            coverage = _Coverage(cand, np.concatenate(design) if design else None, need)
             # model error acts like label noise on a random design (p σ_b² / n, as the label noise gives p σ² / n)
             bias_weight = len(cols) * (3.0 * LABEL_NOISE**2 if error is None else float(error)) / LABEL_NOISE**2
         picks, scores = [], []
         for _ in range(config.k):
-            if config.criterion == "d-optimal":
+            if mode == "coverage":
+                score = coverage.mmd() - coverage.after_each()
+            elif mode == "d-optimal":
                 score = np.linalg.slogdet(precision[None] + info)[1] - np.linalg.slogdet(precision)[1]
-            elif config.criterion in ("predictive", "robust"):
+            elif mode in ("predictive", "robust"):
                 after_each = np.linalg.inv(precision[None] + info)
                 score = np.trace(a_mean @ np.linalg.inv(precision)) - np.einsum("ij,nji->n", a_mean, after_each)
-                if config.criterion == "robust":
+                if mode == "robust":
                     score = score + bias_weight * (coverage.mmd() - coverage.after_each())
             else:
                 score = _disagreement(model, cand, params, precision, z, cols)
@@ -303,13 +359,14 @@ def plan(
             picks.append(j)
             scores.append(float(score[j]))
             precision = precision + info[j]
-            if config.criterion == "robust":
+            if mode in ("robust", "coverage"):
                 coverage.add(j)
     after = np.sqrt(np.diag(np.linalg.inv(precision))) * scale
     names = [model.space.names[c] for c in cols]
     return {
         "strikes": cand[picks],
         "criterion": config.criterion,
+        "mode": mode,
         "scores": scores,
         "std_before": dict(zip(names, before.tolist(), strict=True)),
         "std_after": dict(zip(names, after.tolist(), strict=True)),

@@ -13,7 +13,7 @@ from ..core import check_output, command_line
 from ..events import GenerateConfig, generate, ingest_cube_tosses, ingest_strike_file, n_events, read_npz, save_events
 from ..hybrid import ingest_by_simulation
 from ..learn import FinetuneConfig, PretrainConfig, pretrain, pretrain_pair
-from ..optimize import MBOConfig
+from ..optimize import CRITERIA, MBOConfig
 from ..scenes import geometry as geo
 from ..scenes import load_scene, make_scene
 from ._boundary import LEARNING_RATE, POSITIVE, POSITIVE_FLOAT, number_arg, run_guarded, seed_arg
@@ -453,12 +453,18 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--k", type=POSITIVE, default=5, help="strikes to propose (default 5)")
     n.add_argument(
         "--criterion",
-        choices=("robust", "d-optimal", "predictive", "disagreement", "random"),
-        default="robust",
-        help="robust (default): predictive plus coverage of the strikes to predict, weighted by the model's error "
-        "(read from --ran/--done's labels); d-optimal: largest expected shrinkage of the parameters' posterior; "
-        "predictive: of the predictions' variance over random strikes; disagreement: "
-        "largest spread of the prediction over posterior draws; random: the baseline",
+        choices=CRITERIA,
+        default="infogap",
+        help="infogap (default): cover the strikes to be predicted while the model's error on held-out strikes "
+        "(--done's labels) is unknown or beyond the label noise, else robust; coverage: the design closest to "
+        "the strikes to be predicted; robust: predictive plus coverage weighted by the model's error; d-optimal: "
+        "largest expected shrinkage of the parameters' posterior; predictive: of the predictions' variance over "
+        "random strikes; disagreement: largest spread of the prediction over posterior draws; random: the baseline",
+    )
+    n.add_argument(
+        "--need",
+        help="CSV (header theta,theta1,v_pre) of the strikes the simulator will be used on, e.g. a task's: "
+        "infogap, coverage and robust cover them (default: strikes uniform over the lab's ranges)",
     )
     n.add_argument("--candidates", type=POSITIVE, default=2048, help="candidate strikes over the lab's ranges")
     n.add_argument("--seed", type=seed_arg, default=0)

@@ -1,9 +1,15 @@
-"""The RSR loop's data collection: a few random strikes, then plan → run in the lab → identify, to a budget.
+"""The RSR loop's data collection: a first plan from the prior, then plan → run in the lab → identify, to a budget.
 
 `strike_loop` takes the lab as a function (`run_lab(strikes) -> recording`), so
 any lab passes through it: the strike lab (`bench/next_strikes.py` wraps
 `strike_lab.Lab`), a real rig's driver, or a simulator standing in for one.  It
 never sees the lab's parameters, only the recordings it returns.
+
+Each planned batch is predicted by the fit before it ran, so its residuals are
+held out; pooled over every batch, their upper bound (`pooled_error(upper=True)`:
+the mean plus two standard errors) is the model error the criteria plan from.
+"infogap" trusts the surrogate's parameters only once that bound is within the
+label noise.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import numpy as np
 
 from ..core import PRNGKeyArray
 from ..learn import LabFitConfig, fit_recording
-from ..optimize import PlanConfig, model_error, plan
+from ..optimize import PlanConfig, error_terms, plan, pooled_error
 from ..scenes import StrikeSim, sample_strikes
 from ..surrogate import Surrogate
 
@@ -47,7 +53,7 @@ def strike_loop(
     run_lab: Callable[[np.ndarray], dict[str, Any]],
     *,
     key: PRNGKeyArray,
-    criterion: str = "robust",
+    criterion: str = "infogap",
     start: int = 3,
     checkpoints: Sequence[int] = CHECKPOINTS,
     fit_config: LabFitConfig = LOOP_FIT,
@@ -55,35 +61,72 @@ def strike_loop(
 ) -> list[dict[str, Any]]:
     """Spend a strike budget (the last checkpoint) the way `criterion` chooses, identifying at every checkpoint.
 
+    The first `start` strikes are planned by the criterion from the prior (the
+    prior's centre and spread; "infogap" covers the ranges, since no strike has
+    told it the model's error yet); "random" draws them uniformly.
+
     Args:
         model: the shape's surrogate; sim: its strike scene.
         run_lab: runs strikes (k, 3) in the lab, the block put back at its start before each,
             and returns their recording.
         key: PRNG key of the starting strikes, the candidates and the fits.
-        criterion: `clashx plan`'s criterion ("random" draws uniformly over the ranges).
-        start: random strikes before the first plan (the first checkpoint must be ≥ start).
+        criterion: `clashx plan`'s criterion.
+        start: strikes before the first fit (the first checkpoint must be ≥ start).
         checkpoints: strike counts at which to identify (and report); the last is the budget.
         fit_config: `fit_recording`'s settings.
 
     Returns:
-        One dict per checkpoint: "n", "params", "std", "model" (the fit's surrogate), "strikes" so far.
+        One dict per checkpoint: "n", "params", "std", "model" (the fit's surrogate), "strikes" so
+        far, "error" (the held-out model error's upper bound so far, None before the first planned batch) and
+        "modes" (what each plan planned with).
     """
     checkpoints = sorted(int(c) for c in checkpoints)
     if not checkpoints or checkpoints[0] < start or start < 1:
         raise ValueError(f"checkpoints {checkpoints} must all be ≥ start ({start}) ≥ 1")
     k_start, k_loop = jax.random.split(key)
-    strikes = np.asarray(sample_strikes(start, key=k_start), np.float64)
+    if criterion == "random":
+        strikes = np.asarray(sample_strikes(start, key=k_start), np.float64)
+        modes = ["random"]
+    else:
+        first = plan(
+            model,
+            model.space.vector(),
+            config=PlanConfig(k=start, criterion=criterion, seed=int(jax.random.randint(k_start, (), 0, 2**30))),
+        )
+        strikes, modes = np.asarray(first["strikes"], np.float64), [first["mode"]]
     parts = [run_lab(strikes)]
     out: list[dict[str, Any]] = []
-    step = 0
+    held: list[tuple[np.ndarray, np.ndarray]] = []  # each planned batch's error terms against the fit before it
+    error: float | None = None
+    step, previous = 0, None
     while True:
         recording = concat_recordings(parts)
         fit = fit_recording(
             model, sim, recording, where="lab", key=jax.random.fold_in(k_loop, 2 * step), config=fit_config
         )
         n = len(strikes)
+        if previous is not None:
+            prev_fit, prev_n = previous
+            new = fit.rows[fit.rows >= prev_n]
+            if len(new):
+                held.append(
+                    error_terms(
+                        prev_fit.model, fit.events["strike"][new], fit.events["post_velocity"][new], prev_fit.params
+                    )
+                )
+                error = pooled_error(*(np.concatenate(t) for t in zip(*held, strict=True)), upper=True)
         if n in checkpoints:
-            out.append({"n": n, "params": fit.params, "std": fit.std, "model": fit.model, "strikes": strikes.copy()})
+            out.append(
+                {
+                    "n": n,
+                    "params": fit.params,
+                    "std": fit.std,
+                    "model": fit.model,
+                    "strikes": strikes.copy(),
+                    "error": error,
+                    "modes": list(modes),
+                }
+            )
             if report is not None:
                 report(f"{criterion}: {n} strikes identified")
         later = [c for c in checkpoints if c > n]
@@ -94,10 +137,10 @@ def strike_loop(
             criterion=criterion,
             seed=int(jax.random.randint(jax.random.fold_in(k_loop, 2 * step + 1), (), 0, 2**30)),
         )
-        used, labels = fit.events["strike"][fit.rows], fit.events["post_velocity"][fit.rows]
-        error = model_error(fit.model, used, labels, fit.params)
         proposal = plan(fit.model, fit.params, std=fit.std, ran=strikes, error=error, config=config)
         nxt = np.asarray(proposal["strikes"], np.float64)
+        modes.append(proposal["mode"])
         parts.append(run_lab(nxt))
+        previous = (fit, n)
         strikes = np.concatenate([strikes, nxt])
         step += 1

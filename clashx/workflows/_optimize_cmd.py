@@ -3,7 +3,6 @@ over hybrid rollouts for every (start, target) at once (`clashx.optimize.optimiz
 
 from __future__ import annotations
 
-import csv
 import time
 
 import jax
@@ -15,6 +14,7 @@ from ..optimize import cached_hybrid, clip_to_ranges, describe, optimize_many
 from ..scenes import MAX_TIME
 from ..scenes import geometry as geo
 from ..surrogate import load_or_shipped
+from ._csv import read_columns
 from ._strike_workflow import _model_name, _params_for
 
 
@@ -74,44 +74,9 @@ def read_targets(path: str, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         ValueError: naming the file, and the row or column, for anything else.
     """
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.reader(f))
-    except OSError as e:
-        raise ValueError(f"--targets {path}: cannot read it ({e.strerror or e})") from None
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise ValueError(f"--targets {path}: not a CSV text file ({e})") from None
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if not rows:
-        raise ValueError(
-            f"--targets {path}: empty; expected a header {','.join(TARGET_COLUMNS)} and one row per target"
-        )
-    header = [c.strip() for c in rows[0]]
-    missing = [c for c in TARGET_COLUMNS if c not in header]
-    if missing:
-        raise ValueError(
-            f"--targets {path}: no column(s) {', '.join(missing)} in the header {rows[0]}; expected "
-            f"{','.join(TARGET_COLUMNS)} (and optionally {','.join(START_COLUMNS)})"
-        )
-    has_start = [c in header for c in START_COLUMNS]
-    if any(has_start) and not all(has_start):
-        raise ValueError(f"--targets {path}: give all of {', '.join(START_COLUMNS)} or none (then --start is used)")
-    if len(rows) < 2:
-        raise ValueError(f"--targets {path}: a header but no targets")
-    cols = [header.index(c) for c in TARGET_COLUMNS + (START_COLUMNS if all(has_start) else ())]
-    values = np.zeros((len(rows) - 1, len(cols)))
-    for i, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise ValueError(f"--targets {path} line {i}: {len(row)} fields, the header has {len(header)}")
-        for j, c in enumerate(cols):
-            try:
-                values[i - 2, j] = float(row[c])
-            except ValueError:
-                raise ValueError(f"--targets {path} line {i}, {header[c]}: {row[c]!r} is not a number") from None
-            if not np.isfinite(values[i - 2, j]):
-                raise ValueError(f"--targets {path} line {i}, {header[c]}: {row[c]!r} is not finite")
-    targets = values[:, :3]
-    starts = values[:, 3:] if all(has_start) else np.tile(np.asarray(start, np.float64), (len(values), 1))
+    targets, starts = read_columns(path, "--targets", TARGET_COLUMNS, START_COLUMNS, what="target")
+    if starts is None:
+        starts = np.tile(np.asarray(start, np.float64), (len(targets), 1))
     return starts, targets
 
 
