@@ -1,4 +1,4 @@
-"""Sequential pushing: the environment against the simulator, the task's rules, PPO training, reload, the planner."""
+"""Sequential pushing: the environment against the simulator, the task's rules, PPO training, reload, the planners."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx.pushing import _planner, _response, _routes
+from clashx.pushing import _planner, _response, _routes, _search
 from clashx.pushing._env import PushEnv, Task, observe
-from clashx.pushing._episode import policy_controller, run_episode
+from clashx.pushing._episode import policy_controller, run_episode, table_rig
 from clashx.pushing._train import PPOConfig, load_policy, save_policy, train_policy
 from clashx.scenes import _geometry as geo
 from clashx.scenes._spaces import strike_space
@@ -25,6 +25,8 @@ TABLE_POS_MAX_TOL = 6e-3  # m: worst of 24 strikes (4.1 mm measured at μ2 = 0.3
 TABLE_YAW_MEDIAN_TOL = 0.03  # rad (0.017 measured at μ2 = 0.3)
 TABLE_YAW_MAX_TOL = 0.2  # rad (0.11 measured)
 SMALL_GRID = (4, 3, 3)
+SMALL_SEARCH = _search.SearchConfig(beam=32, depth=6, grid=(13, 5, 5))  # a cheap whole-route search for tests
+WEIGHT_ATOL = 1e-5  # the belief's log-weights against the Gaussian likelihood by hand (float32)
 
 
 @pytest.fixture(scope="module")
@@ -179,20 +181,6 @@ def test_saved_policy_reloads_to_the_same_actions(trained, tmp_path):
         load_policy(str(tmp_path))
 
 
-def _table_rig(table, start):
-    """A rig made of the table itself: strikes act on the block where it lies (for the episode loop)."""
-    pose = [np.asarray(start, np.float64)]
-
-    def strike(theta, theta1, v_pre):
-        lo, hi = np.asarray(geo.STRIKE_LOW), np.asarray(geo.STRIKE_HIGH)
-        a = 2.0 * (np.array([theta, theta1, v_pre]) - lo) / (hi - lo) - 1.0
-        local = _response.lookup(table, jnp.asarray(0), jnp.asarray(a, jnp.float32))
-        pose[0] = np.asarray(_response.compose(jnp.asarray(pose[0], jnp.float32), local), np.float64)
-        return {"final_pose": pose[0], "block_pose": pose[0][None]}
-
-    return strike
-
-
 def test_planner_and_policy_episodes_on_a_known_rig(trained):
     env, policy = trained
     table = analytic_table()
@@ -206,10 +194,10 @@ def test_planner_and_policy_episodes_on_a_known_rig(trained):
         now = Task(jnp.asarray(seen, jnp.float32), task.goal, task.used, task.draw)
         return np.asarray(_planner.plan_strike(table, r, now, config, key=jax.random.PRNGKey(count[0]))[0])
 
-    ep = run_episode(plan, _table_rig(table, start), r, start)
+    ep = run_episode(plan, table_rig(table, 0, start), r, start)
     assert ep["success"] and ep["reached"] == 1 and ep["strikes"] <= r.budget
     assert np.linalg.norm(ep["poses"][-1, :2] - np.asarray(r.goals[0, :2])) <= _routes.GOAL_TOL
-    ep = run_episode(policy_controller(policy, r), _table_rig(table, start), r, start)
+    ep = run_episode(policy_controller(policy, r), table_rig(table, 0, start), r, start)
     assert ep["strikes"] >= 1 and len(ep["poses"]) == ep["strikes"] + 1
 
 
@@ -246,3 +234,71 @@ def test_param_draws_keep_the_identified_values_first_and_cap_sigma():
     assert np.all(spread < 1.3 * _response.SIGMA_CAP) and np.all(spread > 0.3 * _response.SIGMA_CAP), spread
     with pytest.raises(ValueError, match="σ"):
         _response.param_draws(params, -np.ones(8), low, high, 4, key=jax.random.PRNGKey(0))
+
+
+def scaled_table(scales=(1.0, 1.5)) -> _response.StrikeTable:
+    """The analytic response with one draw per scale of the displacement (yaw unchanged)."""
+    base = np.asarray(analytic_table().values[0])
+    values = np.stack([np.concatenate([k * base[..., :2], base[..., 2:]], -1) for k in scales])
+    return _response.StrikeTable(jnp.asarray(values, jnp.float32), jnp.zeros((len(scales), 8)), "mujoco")
+
+
+def test_search_one_strike_deep_is_the_best_single_strike():
+    """Depth 1, sub-goal out of one strike's reach: the action landing nearest it (brute force over the actions)."""
+    table, r = analytic_table(), _routes.route(1)
+    config = _search.SearchConfig(beam=16, depth=1, grid=(13, 5, 5))
+    actions = _search.action_set(config.grid)
+    resp = _search.mean_responses(table, _search.prior_belief(table), actions)
+    task = Task(jnp.array([0.2, 0.02, 0.5]), jnp.asarray(0), jnp.asarray(0), jnp.asarray(0))  # out of reach
+    a, cost, plan = _search.search_strike(resp, actions, r, task, config)
+    poses = jax.vmap(lambda loc: _response.compose(task.pose, loc))(resp)
+    dist = np.linalg.norm(np.asarray(poses[:, :2]) - np.asarray(r.goals[0, :2]), axis=1)
+    best = int(np.argmin(dist))
+    assert dist[best] > _routes.GOAL_TOL  # no strike reaches: the cost is the distance left
+    np.testing.assert_allclose(np.asarray(a), np.asarray(actions[best]))
+    assert abs(float(cost) - (dist[best] + _search.STRIKE_COST)) < 1e-5
+    np.testing.assert_allclose(np.asarray(plan[0]), np.asarray(poses[best]), atol=1e-6)  # the plan: that one strike
+
+
+@pytest.mark.parametrize("number", [1, 3])
+def test_search_solves_routes_on_a_known_rig(number):
+    """Whole-route search on the analytic table's own rig: route 1 from a turned start, and route 3's turns."""
+    table, r = analytic_table(), _routes.route(number)
+    start = np.array([0.0, 0.0, 2.5 if number == 1 else 0.0])
+    ep = run_episode(
+        _search.SearchController(table, r, SMALL_SEARCH, adapt=False), table_rig(table, 0, start), r, start
+    )
+    assert ep["success"] and ep["reached"] == r.n_goals and ep["strikes"] <= r.budget and not ep["out"]
+    ctrl = _search.SearchController(table, r, SMALL_SEARCH, adapt=False)
+    ep = run_episode(ctrl, table_rig(table, 0, start), r, start)
+    # on its own rig a plan comes true: the first strike lands where the first plan said
+    np.testing.assert_allclose(ep["poses"][1], ctrl.plans[0][0], atol=1e-5)
+
+
+def test_adaptation_weighs_the_draws_by_the_observed_displacement():
+    """One observed strike: each draw's log-weight drops by its Gaussian misfit; the true draw takes the weight."""
+    table = scaled_table()
+    action, before = jnp.array([0.2, 0.0, 0.8]), jnp.array([0.1, -0.05, 0.3])
+    after = _response.compose(before, _response.lookup(table, jnp.asarray(1), action))  # the world is draw 1
+    belief = _search.update_belief(table, _search.prior_belief(table), action, before, after)
+    local = [np.asarray(_response.lookup(table, jnp.asarray(k), action)) for k in range(2)]
+    seen = np.asarray(_response.compose(jnp.zeros(3), local[1]))
+    misfit = [np.linalg.norm(loc[:2] - seen[:2]) ** 2 / _search.ADAPT_POS_SIGMA**2 for loc in local]
+    np.testing.assert_allclose(np.asarray(belief.log_weight), -0.5 * np.asarray(misfit), atol=WEIGHT_ATOL, rtol=1e-4)
+    assert float(belief.weights[1]) > 0.99
+    resp = _search.mean_responses(table, belief, action[None])
+    np.testing.assert_allclose(np.asarray(resp[0]), local[1], atol=1e-4)
+    only = _search.prior_belief(table, identified_only=True)
+    np.testing.assert_allclose(np.asarray(_search.mean_responses(table, only, action[None])[0]), local[0], atol=1e-6)
+
+
+def test_adapting_search_needs_fewer_strikes_in_a_world_unlike_its_table():
+    """The world moves the block 1.5× as far as the identified draw says: adapting, route 1 takes fewer strikes."""
+    table, r = scaled_table(), _routes.route(2)
+    start = np.array([0.0, 0.0, 0.0])
+    used = {}
+    for adapt in (False, True):
+        ctrl = _search.SearchController(table, r, SMALL_SEARCH, adapt=adapt)
+        ep = run_episode(ctrl, table_rig(table, 1, start), r, start)
+        used[adapt] = ep["strikes"] if ep["success"] else r.budget + 1
+    assert used[True] < used[False]

@@ -1,9 +1,10 @@
-"""Sequential pushing (CLASH Table VII): the task, a brax environment on a tabulated simulator, PPO policies, a planner."""
+"""Sequential pushing (CLASH Table VII): the task, a brax environment on a tabulated simulator, PPO policies, planners."""
 
 from ._env import PushEnv as PushEnv
 from ._env import Task as Task
 from ._episode import policy_controller as policy_controller
 from ._episode import run_episode as run_episode
+from ._episode import table_rig as table_rig
 from ._planner import PlannerConfig as PlannerConfig
 from ._planner import plan_strike as plan_strike
 from ._response import GRID as GRID
@@ -26,6 +27,14 @@ from ._routes import advance as advance
 from ._routes import evaluation_yaws as evaluation_yaws
 from ._routes import route as route
 from ._routes import table_vii as table_vii
+from ._search import Belief as Belief
+from ._search import SearchConfig as SearchConfig
+from ._search import SearchController as SearchController
+from ._search import action_set as action_set
+from ._search import mean_responses as mean_responses
+from ._search import prior_belief as prior_belief
+from ._search import search_strike as search_strike
+from ._search import update_belief as update_belief
 from ._train import Policy as Policy
 from ._train import PPOConfig as PPOConfig
 from ._train import load_policy as load_policy

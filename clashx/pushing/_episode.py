@@ -18,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..optimize import clip_to_ranges
+from ..scenes import geometry as geo
 from . import _routes
 from ._env import Task, observe
-from ._response import strike_of_action
+from ._response import StrikeTable, compose, lookup, strike_of_action
 
 Controller = Callable[[Task, np.ndarray], np.ndarray]  # (task, observed pose) -> action in [-1, 1]^3
 Rig = Callable[[float, float, float], dict[str, Any]]
@@ -75,3 +76,21 @@ def run_episode(act: Controller, strike: Rig, r: _routes.Route, start: np.ndarra
         "seen": np.stack(seen_all),
         "actions": np.stack(actions),
     }
+
+
+def table_rig(table: StrikeTable, draw: int, start: np.ndarray) -> Rig:
+    """A rig made of a table: each strike moves the block where it lies by draw `draw`'s response (no noise).
+
+    What "in simulation" means for a controller of the pushing task: the same
+    episode loop (`run_episode`) with the simulator's table in the lab's place.
+    """
+    pose = [np.asarray(start, np.float64)]
+    lo, hi = np.asarray(geo.STRIKE_LOW), np.asarray(geo.STRIKE_HIGH)
+
+    def strike(theta: float, theta1: float, v_pre: float) -> dict[str, Any]:
+        a = 2.0 * (np.array([theta, theta1, v_pre]) - lo) / (hi - lo) - 1.0
+        local = lookup(table, jnp.asarray(draw), jnp.asarray(a, jnp.float32))
+        pose[0] = np.asarray(compose(jnp.asarray(pose[0], jnp.float32), local), np.float64)
+        return {"final_pose": pose[0], "block_pose": pose[0][None]}
+
+    return strike
