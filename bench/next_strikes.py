@@ -10,8 +10,8 @@ own (`bench/correction.py`'s OWN_LABS).  No lab's parameters reach the method:
 it sees recordings only.
 
 For every lab, shape, criterion and repeat, `clashx.workflows.strike_loop`
-spends the budget: the first `--start` (3) strikes planned from the prior ("random":
-drawn uniformly), then plan → run in the lab (`strike_lab.py --reset-each`, via
+spends the budget: `--start` (3) random strikes (the same for every criterion of a
+repeat), then plan → run in the lab (`strike_lab.py --reset-each`, via
 bench/cmaes.py's `run_lab`) → identify from all tracks so far (the two-stage fit
 without re-distillation or fine-tuning), at 3, 5, 8, 10, 15 and 20 strikes.  At
 each count the identified surrogate predicts 200 test strikes (`strike_lab.py
