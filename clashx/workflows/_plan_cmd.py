@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..core import check_output, same_path, write_json, write_text
-from ..optimize import LABEL_NOISE, MISSPECIFIED, PlanConfig, model_error, plan
+from ..optimize import LABEL_NOISE, MISSPECIFIED, PlanConfig, error_terms, model_error, plan, pooled_error
 from ..scenes import geometry as geo
 from ..surrogate import load_or_shipped
 from ._csv import read_columns
@@ -32,8 +32,9 @@ def run_plan(
     prior's centre and spread when it is not given.  `done`: a recording or event file
     of strikes run but not in PARAMS.json's σ; their information is counted in.  `ran`: the
     strikes PARAMS.json was identified from.  The model error: from `done`'s labels (held out
-    from PARAMS.json's fit) when given; else from `ran`'s (fitted to, so biased low: "robust"
-    uses it, "infogap" only when it already exceeds the label noise).  `need`: a CSV of the
+    from PARAMS.json's fit: the upper bound, mean + 2 standard errors) when given; else from
+    `ran`'s (fitted to, so biased low: "robust" uses it, "infogap" only when it already
+    exceeds the label noise).  `need`: a CSV of the
     strikes to cover (`read_need`).
     """
     model = load_or_shipped(model_dir, shape)
@@ -44,7 +45,9 @@ def run_plan(
     else:
         params = np.asarray(model.space.vector(), np.float64)
     loaded = {name: load_real(path, None, shape)[:2] for name, path in (("ran", ran), ("done", done)) if path}
-    errors = {name: model_error(model, s, y, params) for name, (s, y) in loaded.items()}
+    errors = {"ran": model_error(model, *loaded["ran"], params)} if "ran" in loaded else {}
+    if "done" in loaded:  # held out: its upper bound, as the loop uses (`strike_loop`)
+        errors["done"] = pooled_error(*error_terms(model, *loaded["done"], params), upper=True)
     error = errors.get("done", errors.get("ran"))
     if config.criterion == "infogap" and "done" not in errors and error is not None and error <= MISSPECIFIED:
         error = None  # within the label noise only on the strikes it was fitted to: not evidence enough
