@@ -244,7 +244,8 @@ def scaled_table(scales=(1.0, 1.5)) -> _response.StrikeTable:
 
 
 def test_search_one_strike_deep_is_the_best_single_strike():
-    """Depth 1, sub-goal out of one strike's reach: the action landing nearest it (brute force over the actions)."""
+    """Depth 1, sub-goal out of one strike's reach: the action whose landing costs least by the route's heuristic
+    (distance, plus the turn a misaligned block needs), found by brute force over the action set."""
     table, r = analytic_table(), _routes.route(1)
     config = _search.SearchConfig(beam=16, depth=1, grid=(13, 5, 5))
     actions = _search.action_set(config.grid)
@@ -253,11 +254,29 @@ def test_search_one_strike_deep_is_the_best_single_strike():
     a, cost, plan = _search.search_strike(resp, actions, r, task, config)
     poses = jax.vmap(lambda loc: _response.compose(task.pose, loc))(resp)
     dist = np.linalg.norm(np.asarray(poses[:, :2]) - np.asarray(r.goals[0, :2]), axis=1)
-    best = int(np.argmin(dist))
-    assert dist[best] > _routes.GOAL_TOL  # no strike reaches: the cost is the distance left
+    assert dist.min() > _routes.GOAL_TOL  # no strike reaches: the cost is the heuristic's
+    reach = _search.reach_of(resp)
+    by_hand = []
+    for p in np.asarray(poses, np.float64):
+        g = np.asarray(r.goals[0, :2], np.float64) - p[:2]
+        bearing = math.remainder(math.atan2(g[1], g[0]) - p[2], 2 * math.pi)
+        off = max(abs(math.remainder(bearing - float(reach.centre), 2 * math.pi)) - float(reach.half), 0.0)
+        by_hand.append(np.linalg.norm(g) + float(reach.reach) * off / float(reach.turn))
+    best = int(np.argmin(by_hand))
     np.testing.assert_allclose(np.asarray(a), np.asarray(actions[best]))
-    assert abs(float(cost) - (dist[best] + _search.STRIKE_COST)) < 1e-5
+    assert abs(float(cost) - (by_hand[best] + _search.STRIKE_COST)) < 1e-4
     np.testing.assert_allclose(np.asarray(plan[0]), np.asarray(poses[best]), atol=1e-6)  # the plan: that one strike
+
+
+def test_reach_reads_how_far_which_way_and_how_much_a_strike_turns():
+    """The analytic response pushes along θ + π + θ1 at up to 0.084 m and turns by 2 θ1 v_pre."""
+    table = analytic_table()
+    resp = _search.mean_responses(table, _search.prior_belief(table), _search.action_set((25, 9, 13)))
+    reach = _search.reach_of(resp)
+    assert abs(float(reach.reach) - 0.12 * 0.7) < 1e-4  # v_pre at its top, 0.8 m/s
+    assert abs(float(reach.centre) - (-math.pi / 2)) < 2e-3  # θ's range is symmetric about π/2: pushed along -y
+    assert abs(float(reach.turn) - 2.0 * math.pi / 12 * 0.8) < 1e-3
+    assert abs(float(reach.half) - math.pi / 2) < 2e-3  # θ ± 5π/12 and θ1 ± π/12 about the centre
 
 
 @pytest.mark.parametrize("number", [1, 3])

@@ -113,15 +113,53 @@ def mean_responses(table: StrikeTable, belief: Belief, actions: Float[Array, "a 
     return jnp.concatenate([xy, yaw[:, None]], -1)
 
 
+class Reach(eqx.Module):
+    """What one strike can do, read from the responses: how far, which way, how much it turns.
+
+    Attributes:
+        reach: the longest displacement of one strike (m).
+        centre: the middle of the directions a strong strike (half the longest reach or more) pushes
+            the block, in the block's frame (rad).
+        half: those directions' half-width about `centre` (rad).
+        turn: the largest turn of one strike (rad).
+    """
+
+    reach: Float[Array, ""]
+    centre: Float[Array, ""]
+    half: Float[Array, ""]
+    turn: Float[Array, ""]
+
+
+def reach_of(responses: Float[Array, "a 3"]) -> Reach:
+    """`Reach` of a set of responses (rest poses in the start frame)."""
+    length = jnp.linalg.norm(responses[:, :2], axis=-1)
+    strong = length >= 0.5 * length.max()
+    angle = jnp.arctan2(responses[:, 1], responses[:, 0])
+    centre = jnp.arctan2(jnp.sum(strong * jnp.sin(angle)), jnp.sum(strong * jnp.cos(angle)))
+    half = jnp.max(jnp.where(strong, jnp.abs(wrap(angle - centre)), 0.0))
+    return Reach(length.max(), centre, half, jnp.maximum(jnp.abs(responses[:, 2]).max(), 1e-3))
+
+
 def _remaining(
-    r: _routes.Route, goal: Int[Array, "..."], pose: Float[Array, "... 3"], yaw_weight
+    r: _routes.Route, goal: Int[Array, "..."], pose: Float[Array, "... 3"], yaw_weight, reach: Reach
 ) -> Float[Array, "..."]:
-    """The route still ahead from `pose`: to sub-goal `goal`, then the legs between the later ones (m)."""
+    """The route still ahead from `pose` (m): to sub-goal `goal`, then the legs between the later ones.
+
+    Where the sub-goal lies outside the directions a strike can push the block, the turn that is
+    needed first counts as the distance the block could have travelled in the strikes it takes
+    (reach × angle / turn): a block whose arc faces away from the sub-goal is farther from it than
+    its distance says.
+    """
     legs = jnp.linalg.norm(jnp.diff(r.goals[:, :2], axis=0), axis=-1)
     after = jnp.concatenate([jnp.cumsum(legs[::-1])[::-1], jnp.zeros(1)])  # after[j]: from goal j to the last
     g = jnp.minimum(goal, r.n_goals - 1)
-    pos, yaw = pose_error(pose, r.goals[g])
-    here = pos + jnp.where(r.has_yaw[g], yaw_weight * yaw, 0.0)
+    target = r.goals[g]
+    pos, yaw = pose_error(pose, target)
+    xy = target[..., :2] - pose[..., :2]
+    bearing = wrap(jnp.arctan2(xy[..., 1], xy[..., 0]) - pose[..., 2])  # the sub-goal's direction, block frame
+    misalign = jnp.maximum(jnp.abs(wrap(bearing - reach.centre)) - reach.half, 0.0)
+    turning = jnp.where(pos > _routes.GOAL_TOL, reach.reach * misalign / reach.turn, 0.0)
+    here = pos + turning + jnp.where(r.has_yaw[g], yaw_weight * yaw, 0.0)
     return jnp.where(goal >= r.n_goals, 0.0, here + after[g])
 
 
@@ -143,6 +181,7 @@ def search_strike(
     """
     n_act = actions.shape[0]
     b, depth = config.beam, config.depth
+    reach = reach_of(responses)
     inf = jnp.asarray(jnp.inf, jnp.float32)
     pose = jnp.broadcast_to(task.pose, (b, 3))
     goal = jnp.broadcast_to(task.goal, (b,))
@@ -157,7 +196,7 @@ def search_strike(
         new_used = used + 1
         out = jax.vmap(lambda g, u, ps: jax.vmap(lambda p: _routes.advance(r, g, u, p))(ps))(goal, new_used, new_pose)
         cost = (
-            _remaining(r, out.goal, new_pose, config.yaw_weight)
+            _remaining(r, out.goal, new_pose, config.yaw_weight, reach)
             - GOAL_BONUS * (out.goal - task.goal).astype(jnp.float32)
             + STRIKE_COST * new_used[:, None].astype(jnp.float32)
         )
