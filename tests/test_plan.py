@@ -166,8 +166,23 @@ def test_plan_need_file_errors_name_line_and_column(tmp_path, capsys, text, mess
     need, out = tmp_path / "need.csv", tmp_path / "next.csv"
     need.write_text(text)
     assert main(["plan", "--shape", "square", "--need", str(need), "--out", str(out)]) == 2
-    assert message in capsys.readouterr().err and str(need) in capsys.readouterr().err + str(need)
+    err = capsys.readouterr().err
+    assert message in err and str(need) in err
     assert not out.exists()
+
+
+def test_plan_refuses_need_as_output_and_need_for_criteria_that_ignore_it(tmp_path, capsys):
+    """--out onto the --need file is refused before anything is read or written; so is --need with d-optimal."""
+    need = tmp_path / "need.csv"
+    need.write_text("theta,theta1,v_pre\n1.0,0.0,0.5\n\n2.0,0.1,0.6\n")
+    assert main(["plan", "--shape", "square", "--need", str(need), "--out", str(need)]) == 2
+    assert "--need" in capsys.readouterr().err and need.read_text().startswith("theta,theta1,v_pre\n1.0")
+    out = tmp_path / "next.csv"
+    assert main(["plan", "--shape", "square", "--need", str(need), "--criterion", "d-optimal", "--out", str(out)]) == 2
+    assert "--need" in capsys.readouterr().err and not out.exists()
+    need.write_text("theta,theta1,v_pre\n1.0,0.0,0.5\n\n2.0,x,0.6\n")  # a blank line: the line number is the file's
+    assert main(["plan", "--shape", "square", "--need", str(need), "--out", str(out)]) == 2
+    assert "line 4, theta1: 'x' is not a number" in capsys.readouterr().err
 
 
 def _mmd(design: np.ndarray, need: np.ndarray) -> float:

@@ -284,12 +284,9 @@ def test_search_solves_routes_on_a_known_rig(number):
     """Whole-route search on the analytic table's own rig: route 1 from a turned start, and route 3's turns."""
     table, r = analytic_table(), _routes.route(number)
     start = np.array([0.0, 0.0, 2.5 if number == 1 else 0.0])
-    ep = run_episode(
-        _search.SearchController(table, r, SMALL_SEARCH, adapt=False), table_rig(table, 0, start), r, start
-    )
-    assert ep["success"] and ep["reached"] == r.n_goals and ep["strikes"] <= r.budget and not ep["out"]
     ctrl = _search.SearchController(table, r, SMALL_SEARCH, adapt=False)
     ep = run_episode(ctrl, table_rig(table, 0, start), r, start)
+    assert ep["success"] and ep["reached"] == r.n_goals and ep["strikes"] <= r.budget and not ep["out"]
     # on its own rig a plan comes true: the first strike lands where the first plan said
     np.testing.assert_allclose(ep["poses"][1], ctrl.plans[0][0], atol=1e-5)
 
@@ -312,7 +309,7 @@ def test_adaptation_weighs_the_draws_by_the_observed_displacement():
 
 
 def test_adapting_search_needs_fewer_strikes_in_a_world_unlike_its_table():
-    """The world moves the block 1.5× as far as the identified draw says: adapting, route 1 takes fewer strikes."""
+    """The world moves the block 1.5× as far as the identified draw says: adapting, route 2 takes fewer strikes."""
     table, r = scaled_table(), _routes.route(2)
     start = np.array([0.0, 0.0, 0.0])
     used = {}

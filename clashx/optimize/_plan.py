@@ -203,9 +203,10 @@ def error_terms(model: Surrogate, strikes, labels, params) -> tuple[np.ndarray, 
 def pooled_error(excess: np.ndarray, weight: np.ndarray, *, upper: bool = False) -> float:
     """The precision-weighted mean of `error_terms`, at least 0; `upper`: its upper bound, mean + 2 standard errors.
 
-    The standard error is the weighted mean's, √(Σ w² (x − m)²) / Σ w: from five or
-    ten held-out strikes the mean is noisy, and the bound is what "infogap" needs
-    before it trusts that the model matches the lab.
+    The standard error is the weighted mean's plug-in estimate, √(Σ w² (x − m)²) / Σ w
+    (no small-sample correction; it is 0 for one strike, so callers pool at least two):
+    from five or ten held-out strikes the mean is noisy, and the bound is what
+    "infogap" needs before it trusts that the model matches the lab.
     """
     excess, weight = np.asarray(excess, np.float64), np.asarray(weight, np.float64)
     mean = float(np.sum(weight * excess) / np.sum(weight))
@@ -246,7 +247,8 @@ class _Coverage:
         target = self.cand if need is None else _unit_strikes(need)
         k_ct = k_cc if need is None else _kernel(self.cand, target)
         self.pool_mean = k_ct.mean(1)  # E_need k(c, ·)
-        self.norm = max(1.0 - float(_kernel(target, target).mean()), 1e-9)  # E MMD² of one needed strike
+        # the unit: E MMD² of one strike drawn uniformly over the ranges (a tight `need` would make its own ~0)
+        self.norm = max(1.0 - float(k_cc.mean()), 1e-9)
         self.k_cc = k_cc
         d = np.zeros((0, 3)) if ran is None else _unit_strikes(ran)
         self.cross = _kernel(self.cand, d).sum(1)  # Σ_design k(c, d)

@@ -222,6 +222,12 @@ def search_strike(
     carry = (pose, goal, used, alive, seq, best)
     (*_, best), _ = jax.lax.scan(expand, carry, jnp.arange(depth))  # type: ignore[arg-type]
     cost, plan_idx, length = best
+    # no feasible plan (every strike leaves the corridor or the budget is spent): the strike that ends nearest
+    nearest = jnp.argmin(
+        jax.vmap(lambda loc: _remaining(r, task.goal, compose(task.pose, loc), config.yaw_weight, reach))(responses)
+    )
+    plan_idx = jnp.where(jnp.isfinite(cost), plan_idx, plan_idx.at[0].set(nearest))
+    length = jnp.where(jnp.isfinite(cost), length, 1)
 
     def walk(p, k):
         nxt = compose(p, responses[plan_idx[k]])

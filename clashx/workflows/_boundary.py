@@ -19,7 +19,7 @@ from ..core import block_override, check_outputs_apart, check_seed, output_lock
 
 # The flags whose paths a command reads, and those it writes: an output that is an input is refused,
 # and each output is locked while the command writes it (`clashx.core.output_lock`).
-INPUT_FLAGS = ("data", "real", "params", "model", "events", "input", "done", "ran", "targets")
+INPUT_FLAGS = ("data", "real", "params", "model", "events", "input", "done", "ran", "targets", "need")
 OUTPUT_FLAGS = ("out", "json", "plot")
 RESUMABLE = ("generate", "pretrain", "train-policy")  # these keep their finished chunks, epochs or tables
 

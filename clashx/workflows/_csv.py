@@ -10,8 +10,9 @@ import numpy as np
 
 def read_columns(
     path: str, flag: str, columns: Sequence[str], optional: Sequence[str] = (), what: str = "row"
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """(values (n, len(columns)), optional values (n, len(optional)) or None) from a CSV with a header.
+) -> tuple[np.ndarray, np.ndarray | None, list[int]]:
+    """(values (n, len(columns)), optional values (n, len(optional)) or None, each row's line in the file)
+    from a CSV with a header (blank lines skipped).
 
     The `optional` columns come all together or not at all; other columns are ignored.
 
@@ -26,7 +27,8 @@ def read_columns(
         raise ValueError(f"{flag} {path}: cannot read it ({e.strerror or e})") from None
     except (UnicodeDecodeError, csv.Error) as e:
         raise ValueError(f"{flag} {path}: not a CSV text file ({e})") from None
-    rows = [r for r in rows if any(c.strip() for c in r)]
+    numbered = [(i, r) for i, r in enumerate(rows, start=1) if any(c.strip() for c in r)]  # the file's line numbers
+    lines, rows = [i for i, _ in numbered], [r for _, r in numbered]
     if not rows:
         raise ValueError(f"{flag} {path}: empty; expected a header {','.join(columns)} and one row per {what}")
     header = [c.strip() for c in rows[0]]
@@ -45,15 +47,15 @@ def read_columns(
     names = tuple(columns) + (tuple(optional) if all(has) and optional else ())
     cols = [header.index(c) for c in names]
     values = np.zeros((len(rows) - 1, len(cols)))
-    for i, row in enumerate(rows[1:], start=2):
+    for k, (i, row) in enumerate(zip(lines[1:], rows[1:], strict=True)):
         if len(row) != len(header):
             raise ValueError(f"{flag} {path} line {i}: {len(row)} fields, the header has {len(header)}")
         for j, c in enumerate(cols):
             try:
-                values[i - 2, j] = float(row[c])
+                values[k, j] = float(row[c])
             except ValueError:
                 raise ValueError(f"{flag} {path} line {i}, {header[c]}: {row[c]!r} is not a number") from None
-            if not np.isfinite(values[i - 2, j]):
+            if not np.isfinite(values[k, j]):
                 raise ValueError(f"{flag} {path} line {i}, {header[c]}: {row[c]!r} is not finite")
     n = len(columns)
-    return values[:, :n], (values[:, n:] if all(has) and optional else None)
+    return values[:, :n], (values[:, n:] if all(has) and optional else None), lines[1:]

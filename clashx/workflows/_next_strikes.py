@@ -109,7 +109,8 @@ def strike_loop(
                         prev_fit.model, fit.events["strike"][new], fit.events["post_velocity"][new], prev_fit.params
                     )
                 )
-                error = pooled_error(*(np.concatenate(t) for t in zip(*held, strict=True)), upper=True)
+                pooled = [np.concatenate(t) for t in zip(*held, strict=True)]
+                error = pooled_error(*pooled, upper=True) if len(pooled[0]) >= 2 else None  # one strike: no spread
         if n in checkpoints:
             out.append(
                 {

@@ -74,7 +74,7 @@ def read_targets(path: str, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         ValueError: naming the file, and the row or column, for anything else.
     """
-    targets, starts = read_columns(path, "--targets", TARGET_COLUMNS, START_COLUMNS, what="target")
+    targets, starts, _ = read_columns(path, "--targets", TARGET_COLUMNS, START_COLUMNS, what="target")
     if starts is None:
         starts = np.tile(np.asarray(start, np.float64), (len(targets), 1))
     return starts, targets

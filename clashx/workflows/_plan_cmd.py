@@ -15,6 +15,8 @@ from ..surrogate import load_or_shipped
 from ._csv import read_columns
 from ._strike_workflow import load_real, read_param_std, read_params
 
+NEED_CRITERIA = ("infogap", "coverage", "robust")  # the criteria that cover the strikes to be predicted
+
 
 def run_plan(
     model_dir: str | None,
@@ -37,6 +39,11 @@ def run_plan(
     exceeds the label noise).  `need`: a CSV of the
     strikes to cover (`read_need`).
     """
+    if need and config.criterion not in NEED_CRITERIA:
+        raise ValueError(
+            f"--need: --criterion {config.criterion} does not cover strikes; use one of {', '.join(NEED_CRITERIA)}"
+        )
+    wanted = read_need(need) if need else None
     model = load_or_shipped(model_dir, shape)
     std = None
     if params_path:
@@ -51,7 +58,6 @@ def run_plan(
     error = errors.get("done", errors.get("ran"))
     if config.criterion == "infogap" and "done" not in errors and error is not None and error <= MISSPECIFIED:
         error = None  # within the label noise only on the strikes it was fitted to: not evidence enough
-    wanted = read_need(need) if need else None
     t0 = time.perf_counter()
     r = plan(
         model,
@@ -64,6 +70,7 @@ def run_plan(
         config=config,
     )
     r["model_error"] = error
+    r["model_errors"] = errors  # what each file's labels measured (done: held out, its upper bound)
     r["model_error_from"] = "done" if "done" in errors else "ran" if error is not None else None
     r["time_s"] = time.perf_counter() - t0
     lines = ["theta,theta1,v_pre"] + [",".join(f"{v:.6f}" for v in s) for s in r["strikes"]]
@@ -77,12 +84,12 @@ def read_need(path: str) -> np.ndarray:
     Raises:
         ValueError: naming the file, line and column of a bad cell or a strike out of range.
     """
-    need, _ = read_columns(path, "--need", ("theta", "theta1", "v_pre"), what="strike")
-    for i, s in enumerate(need):
+    need, _, lines = read_columns(path, "--need", ("theta", "theta1", "v_pre"), what="strike")
+    for line, s in zip(lines, need, strict=True):
         for j, name in enumerate(("theta", "theta1", "v_pre")):
             if not geo.STRIKE_LOW[j] - 1e-9 <= s[j] <= geo.STRIKE_HIGH[j] + 1e-9:
                 raise ValueError(
-                    f"--need {path} line {i + 2}, {name}: {s[j]:g} is outside the lab's range "
+                    f"--need {path} line {line}, {name}: {s[j]:g} is outside the lab's range "
                     f"[{geo.STRIKE_LOW[j]:g}, {geo.STRIKE_HIGH[j]:g}]"
                 )
     return need
