@@ -267,35 +267,12 @@ def episodes(ctrl_name, sim, r, yaws, tables, policies, seed, rig_of) -> list[di
     return eps
 
 
-def in_simulation(tables, policies, routes, n: int, controllers, seed) -> dict:
-    """Each controller on its own simulator's table (module docstring, 5): {route: {sim: {controller: score}}}."""
-    out: dict = {}
-    for rn in routes:
-        r, yaws = route(rn), evaluation_yaws(rn, n)
-        out[rn] = {}
-        for sim in SIMS:
-            out[rn][sim] = {}
-            k = tables[sim].draws
-            for ctrl in controllers:
-                t0 = time.perf_counter()
+def play(where: str, rig_for, tables, policies, routes, n: int, controllers, seed) -> dict:
+    """`n` episodes per route, controller and simulator on the rigs `rig_for(sim, ctrl)(i, yaw)` gives.
 
-                def rig_of(i, yaw, ctrl=ctrl, sim=sim, k=k):
-                    draw = 1 + i % (k - 1) if ctrl == "search-adapt" and k > 1 else 0
-                    return table_rig(tables[sim], draw, np.array([0.0, 0.0, yaw])), lambda: None
-
-                res = score(episodes(ctrl, sim, r, yaws, tables, policies, seed, rig_of), r)
-                out[rn][sim][ctrl] = res
-                print(
-                    f"in simulation, route {rn}, {ctrl} in {sim}: SR {res['sr_text']}, SGCR {res['sgcr_text']} "
-                    f"({time.perf_counter() - t0:.0f} s)",
-                    flush=True,
-                )
-    return out
-
-
-def evaluate(lab_mod, lab_path, tables, policies, routes, n: int, controllers, seed) -> dict:
-    """Closed-loop episodes in the lab: {route: {sim: {controller: score}}}, and clashx against MuJoCo, paired."""
-    lab_params = lab_mod.LabParams.load(lab_path)
+    Returns {route: {sim: {controller: score}}, and "paired_<controller>": clashx against MuJoCo on the same
+    start yaws (exact McNemar)}.
+    """
     out: dict = {}
     for rn in routes:
         r, yaws = route(rn), evaluation_yaws(rn, n)
@@ -304,23 +281,44 @@ def evaluate(lab_mod, lab_path, tables, policies, routes, n: int, controllers, s
             out[rn][sim] = {}
             for ctrl in controllers:
                 t0 = time.perf_counter()
-
-                def rig_of(i, yaw):
-                    lab = lab_mod.Lab(SHAPE, lab_params, start=(0.0, 0.0, float(yaw)))
-                    return lab.strike, lab.close
-
-                res = score(episodes(ctrl, sim, r, yaws, tables, policies, seed, rig_of), r)
+                res = score(episodes(ctrl, sim, r, yaws, tables, policies, seed, rig_for(sim, ctrl)), r)
                 res["eval_s"] = time.perf_counter() - t0
                 out[rn][sim][ctrl] = res
                 lo, hi = res["sr_ci95"]
                 print(
-                    f"route {rn}, {ctrl} in {sim}: SR {res['sr_text']} [{lo:.2f}, {hi:.2f}], SGCR {res['sgcr_text']} "
-                    f"({res['eval_s']:.0f} s)",
+                    f"{where}, route {rn}, {ctrl} in {sim}: SR {res['sr_text']} [{lo:.2f}, {hi:.2f}], "
+                    f"SGCR {res['sgcr_text']} ({res['eval_s']:.0f} s)",
                     flush=True,
                 )
         for ctrl in controllers:
             out[rn][f"paired_{ctrl}"] = mcnemar(out[rn]["clashx"][ctrl]["success"], out[rn]["mujoco"][ctrl]["success"])
     return out
+
+
+def in_simulation(tables, policies, routes, n: int, controllers, seed) -> dict:
+    """Each controller on its own simulator's table (module docstring, 5), as `play` returns it."""
+
+    def rig_for(sim, ctrl):
+        k = tables[sim].draws
+
+        def rig_of(i, yaw):
+            draw = 1 + i % (k - 1) if ctrl == "search-adapt" and k > 1 else 0
+            return table_rig(tables[sim], draw, np.array([0.0, 0.0, yaw])), lambda: None
+
+        return rig_of
+
+    return play("in simulation", rig_for, tables, policies, routes, n, controllers, seed)
+
+
+def evaluate(lab_mod, lab_path, tables, policies, routes, n: int, controllers, seed) -> dict:
+    """Closed-loop episodes in the lab (module docstring, 6), as `play` returns them."""
+    lab_params = lab_mod.LabParams.load(lab_path)
+
+    def rig_of(i, yaw):
+        lab = lab_mod.Lab(SHAPE, lab_params, start=(0.0, 0.0, float(yaw)))
+        return lab.strike, lab.close
+
+    return play("lab", lambda sim, ctrl: rig_of, tables, policies, routes, n, controllers, seed)
 
 
 def rest_pose_check(lab_path: str, tables, work: str, n: int) -> dict:
