@@ -2,7 +2,7 @@
 
     python bench/rest_stop.py [--n 512] [--seed 5]
 
-`clashx.scenes._strike.slide_to_rest_c` (the slide of `simulate_strikes_c`) steps the batch
+`clashx.scenes._strike_c.slide_to_rest_c` (the slide of `simulate_strikes_c`) steps the batch
 50 steps at a time, carries the still-moving worlds on in a smaller batch once half have come
 to rest, and stops when all have; `slide_c` runs every world to MAX_TIME.  Both start from the
 same contact phase; compile time is left out (a 4-world warm-up).

@@ -14,7 +14,7 @@ from clashx.learn import _distil
 from clashx.learn._distil import LocalDistilConfig, distil_locally
 from clashx.learn._lab_fit import LabFitConfig
 from clashx.scenes import _geometry as geo
-from clashx.scenes import _strike
+from clashx.scenes import _strike, _strike_c
 from clashx.surrogate._strike_surrogate import shipped_surrogate
 from clashx.workflows._strike_compare import CompareConfig, compare, lab_truth
 
@@ -52,7 +52,7 @@ def test_local_redistillation_shrinks_the_surrogates_error_where_it_is_used(stri
     sim, model = strike_sims("square"), shipped_surrogate("square")
     p = sim.space.vector(mu1=0.95, mu2=0.2, e1=3.8, timeconst1=0.003, mass=0.21, com_x=-0.007, torsion=0.035)
     strikes = np.asarray(sample_strikes(256, key=jax.random.PRNGKey(11)), np.float64)
-    truth = _strike.simulate_strikes_c(sim, strikes, np.tile(p, (len(strikes), 1)), to_rest=False).post_velocity
+    truth = _strike_c.simulate_strikes_c(sim, strikes, np.tile(p, (len(strikes), 1)), to_rest=False).post_velocity
     length = geo.characteristic_length("square")
 
     def error(m):

@@ -11,7 +11,7 @@ from clashx.core._mjx import mjx
 from clashx.events import _metrics
 from clashx.events._generate import sample_strikes
 from clashx.scenes import _geometry as geo
-from clashx.scenes import _strike
+from clashx.scenes import _strike, _strike_c
 
 N_STRIKES = 12
 # MJX against MuJoCo C, median relative error of the post-impact velocity (clashx.metrics). Contact
@@ -35,7 +35,7 @@ def test_mjx_matches_mujoco_c(shape, strike_sims, mjx_strike_fn):
     sim = strike_sims(shape)
     strikes, params = _inputs(sim, N_STRIKES, seed=1)
     ev_mjx = mjx_strike_fn(sim)(jnp.asarray(strikes), jnp.asarray(params))
-    ev_c = _strike.simulate_strikes_c(sim, strikes, params)
+    ev_c = _strike_c.simulate_strikes_c(sim, strikes, params)
     assert np.asarray(ev_mjx.touched).all() and ev_c.touched.all()
     dt = sim.settings.dt_contact
     assert np.abs(np.asarray(ev_mjx.t_touch) - ev_c.t_touch).max() <= TOUCH_STEP_TOL * dt + 1e-9
@@ -158,7 +158,7 @@ def test_contact_onset_is_resolved_below_one_step(strike_sims):
     sim = strike_sims("square")
     strikes = np.array([[np.pi / 2, 0.0, v] for v in (0.23, 0.37, 0.61)])
     params = np.tile(sim.space.vector(), (3, 1))
-    ev = _strike.simulate_strikes_c(sim, strikes, params, to_rest=False)
+    ev = _strike_c.simulate_strikes_c(sim, strikes, params, to_rest=False)
     rest_z = float(sim.block_rest[2])  # the settled block sits 0.11 mm into the soft floor; the striker flies level
     assert abs(rest_z - geo.HEIGHT / 2) < SETTLE_TOL
     np.testing.assert_allclose(ev.t_touch, geo.GAP / strikes[:, 2], atol=ONSET_TOL)
@@ -177,9 +177,9 @@ def test_c_slide_stopped_at_rest_gives_the_rest_pose_at_max_time(strike_sims, sh
     sim = strike_sims(shape)
     s = np.asarray(sample_strikes(24, key=jax.random.PRNGKey(8)), np.float64)
     p = np.asarray(sim.space.sample(24, key=jax.random.PRNGKey(9)), np.float64)
-    c = _strike.contact_phase_c(sim, s, p)
+    c = _strike_c.contact_phase_c(sim, s, p)
     n_steps = np.ceil((_strike.MAX_TIME - c.t_end) / sim.settings.dt_slide - 1e-9).astype(int)
-    full = _strike.slide_c(sim, p, c.q_end, c.v_end, c.t_end, int(n_steps.max()))[np.arange(24), n_steps - 1]
-    early = _strike.slide_to_rest_c(sim, p, c.q_end, c.v_end, c.t_end)
+    full = _strike_c.slide_c(sim, p, c.q_end, c.v_end, c.t_end, int(n_steps.max()))[np.arange(24), n_steps - 1]
+    early = _strike_c.slide_to_rest_c(sim, p, c.q_end, c.v_end, c.t_end)
     a, b = (np.asarray(_strike.block_poses_batch(jnp.asarray(q))) for q in (full, early))
     np.testing.assert_allclose(b, a, atol=EARLY_STOP_TOL)

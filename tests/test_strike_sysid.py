@@ -10,7 +10,7 @@ from clashx.baselines._strike_sysid import identify_tracks_sysid
 from clashx.events._generate import sample_strikes
 from clashx.events._tracks import read_tracks
 from clashx.hybrid._strike_slide import strike_tracks_c
-from clashx.scenes._strike import contact_phase_c
+from clashx.scenes._strike_c import contact_phase_c
 
 SHAPE = "square"
 # The identified ones, off the prior's nominal (0.5, 0, 0).  Mass is not among them: on 0.3 s tracks it

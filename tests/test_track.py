@@ -17,7 +17,7 @@ from clashx.core._mjx import as_float64
 from clashx.events._generate import sample_strikes
 from clashx.hybrid import _strike_slide
 from clashx.hybrid import _strike_track as tm
-from clashx.scenes import _strike
+from clashx.scenes import _strike, _strike_c
 from clashx.surrogate._strike_surrogate import shipped_surrogate
 
 NOISE = (5e-4, 4e-3)  # the lab's motion-capture noise: position (m), yaw (rad)
@@ -34,7 +34,7 @@ def simulated_recording(sim, strikes, params, *, seed, duration=0.8):
     n = len(strikes)
     times = [np.arange(0.0, duration, 1 / 120.0) for _ in range(n)]
     tracks = _strike_slide.strike_tracks_c(sim, strikes, params, times, np.zeros((n, 3)))
-    c = _strike.contact_phase_c(sim, strikes, np.broadcast_to(params, (n, sim.space.size)))
+    c = _strike_c.contact_phase_c(sim, strikes, np.broadcast_to(params, (n, sim.space.size)))
     rng = np.random.default_rng(seed)
     scale = np.array([NOISE[0], NOISE[0], NOISE[1]])
     recording = {
@@ -181,7 +181,7 @@ def test_finetuning_on_tracks_corrects_a_systematic_speed_error(simulated_square
     good = shipped_surrogate("square")
     slow = eqx.tree_at(lambda m: (m.out_mean, m.out_std), good, (good.out_mean * 0.85, good.out_std * 0.85))
     strikes = np.asarray(recording["strike"])
-    true = _strike.simulate_strikes_c(sim, strikes, np.tile(truth, (len(strikes), 1)), to_rest=False).post_velocity
+    true = _strike_c.simulate_strikes_c(sim, strikes, np.tile(truth, (len(strikes), 1)), to_rest=False).post_velocity
 
     def error(m):
         pred = clashx.predict(m, jnp.asarray(strikes, jnp.float32), jnp.asarray(truth, jnp.float32))

@@ -305,7 +305,7 @@ def strike_tracks_c(
 ) -> list[np.ndarray]:
     """Whole strikes on MuJoCo C, sampled like recordings: the block's pose at given times after launch.
 
-    The contact phase (`_strike.contact_phase_c`, dt_contact) and then the
+    The contact phase (`_strike_c.contact_phase_c`, dt_contact) and then the
     slide with the striker parked (dt_slide), both recorded, interpolated
     linearly at `times`, and placed at each strike's start pose (the scene
     strikes a block resting at the origin; the ground is the same everywhere).

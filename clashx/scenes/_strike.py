@@ -13,15 +13,16 @@ One strike runs in two phases that both engines share:
    pose then is the rest pose.
 
 The rule (initial state, touch, release, velocity in the block frame) is
-written once in JAX; the MuJoCo C engine (`simulate_strikes_c`) calls the same
-functions on numpy arrays around `mujoco.batch.Batch` rollouts.
+written once in JAX (`_strike_rule`); the MuJoCo C engine (`_strike_c`,
+`simulate_strikes_c`) calls the same functions on numpy arrays around
+`mujoco.batch.Batch` rollouts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -43,43 +44,27 @@ from ..core import (
     model_world_bytes,
     spread,
 )
-from ..core import batch as _batch
 from . import _geometry as geo
 from . import _pair_state as ps
 from . import _scenes
 from . import _strike_impact as hooks
 from ._scene import AbstractImpactScene, ImpactGate
 from ._spaces import strike_space
+from ._strike_c import REST_SPEED, simulate_strikes_c
 from ._strike_impact import block_pose as block_pose
 from ._strike_impact import parked as parked
-from ._strike_impact import parked_np
 from ._strike_impact import yaw_of as yaw_of
+from ._strike_rule import MAX_TIME as MAX_TIME
+from ._strike_rule import RELEASE_AFTER as RELEASE_AFTER
+from ._strike_rule import StrikeEvent as StrikeEvent
+from ._strike_rule import block_poses_batch as block_poses_batch
+from ._strike_rule import block_velocity as block_velocity
+from ._strike_rule import initial_state as initial_state
+from ._strike_rule import initial_states_batch as initial_states_batch
+from ._strike_rule import release_rule as release_rule
+from ._strike_rule import strike_event
 
-RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away
-MAX_TIME = 4.0  # s after launch: the lab stops a strike here if the block still moves
 SETTLE_TIME = 0.5  # s the block settles on the ground before any strike (long enough to be at rest)
-
-
-class StrikeEvent(eqx.Module):
-    """The outcome of one strike.
-
-    Attributes:
-        post_velocity: (vx, vy, ωz) of the block frame's origin in the block
-            frame at release, m/s and rad/s; zeros if the striker missed.
-        release_pose: block pose (x, y, yaw) in the world at release, m and rad
-            (the pose at launch if the striker missed).
-        t_touch: first touch, s after launch (NaN if the striker missed).
-        t_release: t_touch + RELEASE_AFTER, s after launch: the contact window is [t_touch, t_release].
-        touched: whether the striker touched the block.
-        rest_pose: block pose (x, y, yaw) in the world at MAX_TIME, m and rad.
-    """
-
-    post_velocity: Float[Array, "3"]
-    release_pose: Float[Array, "3"]
-    t_touch: Float[Array, ""]
-    t_release: Float[Array, ""]
-    touched: Bool[Array, ""]
-    rest_pose: Float[Array, "3"]
 
 
 def sample_strikes(n: int, *, key: PRNGKeyArray) -> jax.Array:
@@ -284,30 +269,6 @@ def make_strike_sim(
     )
 
 
-def block_velocity(qpos: Float[Array, "nq"], qvel: Float[Array, "nv"]) -> Float[Array, "3"]:
-    """(vx, vy, ωz) of the block frame's origin in the block frame.
-
-    MuJoCo's free joint gives the origin's linear velocity in the world frame
-    and the angular velocity in the body frame.
-    """
-    yaw = yaw_of(qpos[3:7])
-    v = geo.rot2(-yaw) @ qvel[0:2]
-    return jnp.stack([v[0], v[1], qvel[5]])
-
-
-def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
-    """qpos and qvel at launch: the settled block, the striker placed and moving as SCENE.md says."""
-    centre, s_yaw, vel = geo.striker_start(sim.shape, strike)
-    pose = block_pose(sim.block_rest)
-    rot = geo.rot2(pose[2])
-    c_world = pose[:2] + rot @ centre
-    v_world = rot @ vel
-    park = jnp.asarray(sim.bodies.park)
-    qpos = jnp.concatenate([sim.block_rest, c_world - park, (s_yaw + pose[2])[None]])
-    qvel = jnp.concatenate([jnp.zeros(6), v_world, jnp.zeros(1)])
-    return qpos, qvel
-
-
 def _with_params(sim: StrikeSim, params: Float[Array, "p"]) -> mjx.Model:
     return sim.space.apply(sim.model, sim.rows, params)
 
@@ -331,43 +292,6 @@ class ContactResult(eqx.Module):
     q_end: Float[Array, "10"]
     v_end: Float[Array, "9"]
     t_end: Float[Array, ""]
-
-
-def release_rule(sim: StrikeSim, found, touch_k, depth, closing, q_a, v_a, q_b, v_b):
-    """The event from the first touching step and the two states around release (both engines use this).
-
-    The first collision pass that finds a striker-block contact runs on state
-    `touch_k`; the contact began `depth / closing` earlier (the striker flies
-    at constant velocity onto the resting block until then), which places the
-    onset between steps.  Release is RELEASE_AFTER later, between states
-    touch_k + n_window − 1 (`q_a`, `v_a`) and touch_k + n_window (`q_b`,
-    `v_b`); the velocity there is interpolated linearly.  Resolving the onset
-    below one step keeps the event a continuous function of the strike:
-    otherwise a 1 ms jitter of the onset moves the release velocity by up to
-    μ2·g·1 ms (1 cm/s at μ2 = 1).  `found` says whether any pass found a
-    contact; a touch too late for its release to fall inside the contact
-    phase counts as a miss (it cannot happen within SCENE.md's ranges).
-
-    Returns:
-        (touched, post_velocity, release_pose, t_touch, t_release): zeros, the
-        pose at `q_b` and NaN times for a miss.
-    """
-    dt = sim.settings.dt_contact
-    touched = found & (touch_k + sim.n_window <= sim.n_contact)
-    tau = jnp.clip(depth / jnp.maximum(closing, 1e-6), 0.0, dt)
-    t_touch = touch_k * dt - tau
-    w = 1.0 - tau / dt
-    post = (1.0 - w) * block_velocity(q_a, v_a) + w * block_velocity(q_b, v_b)
-    pose_a, pose_b = jnp.asarray(block_pose(q_a)), block_pose(q_b)
-    pose_a = pose_a.at[2].set(pose_b[2] + jnp.remainder(pose_a[2] - pose_b[2] + jnp.pi, 2 * jnp.pi) - jnp.pi)
-    pose = (1.0 - w) * pose_a + w * pose_b
-    return (
-        touched,
-        jnp.where(touched, post, 0.0),
-        jnp.where(touched, pose, pose_b),
-        jnp.where(touched, t_touch, jnp.nan),
-        jnp.where(touched, t_touch + RELEASE_AFTER, jnp.nan),
-    )
 
 
 def striker_contact(sim: StrikeSim, data: mjx.Data):
@@ -453,13 +377,7 @@ def simulate_strike(
     """
     c = contact_phase(sim, _with_params(sim, params), strike)
     q_end = slide_phase(sim, params, c.q_end, c.v_end, c.t_end) if to_rest else c.q_end
-    return _event(c, block_pose(q_end))
-
-
-def _event(contact, rest_pose) -> StrikeEvent:
-    """The event of a contact phase's result (MJX's `ContactResult` or C's `ContactRecord`) and a rest pose."""
-    fields = ("post_velocity", "release_pose", "t_touch", "t_release", "touched")
-    return StrikeEvent(**{f: getattr(contact, f) for f in fields}, rest_pose=rest_pose)
+    return strike_event(c, block_pose(q_end))
 
 
 def strike_world_bytes(sim: StrikeSim) -> int:
@@ -492,172 +410,3 @@ def _simulate_strikes_mjx(sim: StrikeSim, strikes, params, *, to_rest: bool, blo
 
 
 # --- MuJoCo C: the same rule around mujoco.batch rollouts ---------------------------------
-# The rule's functions, batched and compiled once per batch size, applied to numpy arrays.
-
-
-@eqx.filter_jit
-def initial_states_batch(sim: StrikeSim, strikes):
-    """`initial_state` of each strike (n, 3): (qpos (n, nq), qvel (n, nv)), compiled once per batch size."""
-    return jax.vmap(lambda s: initial_state(sim, s))(strikes)
-
-
-@eqx.filter_jit
-def _release_rules(sim: StrikeSim, found, k, depth, closing, q_a, v_a, q_b, v_b):
-    return jax.vmap(lambda *a: release_rule(sim, *a))(found, k, depth, closing, q_a, v_a, q_b, v_b)
-
-
-block_poses_batch = jax.jit(jax.vmap(block_pose))  # `block_pose` of each qpos row (n, nq) -> (n, 3)
-
-
-def simulate_strikes_c(
-    sim: StrikeSim,
-    strikes: Float[np.ndarray, "batch 3"],
-    params: Float[np.ndarray, "batch p"],
-    *,
-    to_rest: bool = True,
-    nthread: int = 0,
-) -> StrikeEvent:
-    """Simulate a batch of strikes on MuJoCo C (`mujoco.batch`, all cores by default).
-
-    The reference and CPU engine for `simulate_strike`: the same initial state,
-    touch rule, release and phases, with MuJoCo C's solver.
-
-    Args:
-        sim: the scene.
-        strikes: (batch, 3) strikes.
-        params: (batch, p) values of `sim.space`.
-        to_rest: run the slide phase.
-        nthread: threads (0: all CPUs).
-
-    Returns:
-        A `StrikeEvent` of numpy arrays with a leading batch axis.
-    """
-    params = np.asarray(params, np.float64)
-    c = contact_phase_c(sim, strikes, params, nthread=nthread)
-    if to_rest:
-        q_end = slide_to_rest_c(sim, params, c.q_end, c.v_end, c.t_end, nthread=nthread)
-    else:
-        q_end = c.q_end
-    return _event(c, np.asarray(block_poses_batch(jnp.asarray(q_end))))
-
-
-class ContactRecord(NamedTuple):
-    """`contact_phase_c`'s result: the event's parts, the state the slide starts from, the recorded states.
-
-    Attributes:
-        post_velocity, release_pose, t_touch, t_release, touched: as in `StrikeEvent`.
-        q_end, v_end, t_end: (n, 10), (n, 9), (n,): the first recorded state at or after release.
-        qpos: (n, n_contact + 1, 10): the states at t = 0, dt, ..., n_contact·dt (dt = dt_contact).
-    """
-
-    post_velocity: np.ndarray
-    release_pose: np.ndarray
-    t_touch: np.ndarray
-    t_release: np.ndarray
-    touched: np.ndarray
-    q_end: np.ndarray
-    v_end: np.ndarray
-    t_end: np.ndarray
-    qpos: np.ndarray
-
-
-def contact_phase_c(sim: StrikeSim, strikes, params, *, nthread: int = 0) -> ContactRecord:
-    """The contact phase of a batch of strikes on MuJoCo C (the rule of `contact_phase`), states kept."""
-    strikes = np.asarray(strikes, np.float64)
-    params = np.asarray(params, np.float64)
-    n = len(strikes)
-    qpos0, qvel0 = (np.asarray(a) for a in initial_states_batch(sim, jnp.asarray(strikes)))
-    batch = _batch.make_batch(sim.mj_model(touch_sensor=True), sim.space, sim.rows, params, nsim=n, nthread=nthread)
-    rec = _batch.rollout(batch, qpos0, qvel0, sim.n_contact, record=("qpos", "qvel", "sensordata"))
-    # the touch sensor: found, dist, normal of the deepest contact of the collision pass on state k
-    found = rec["sensordata"][:, :, 0] > 0
-    k = np.where(found.any(axis=1), found.argmax(axis=1), 0)
-    rows = np.arange(n)
-    sens = rec["sensordata"][rows, k]
-    v_before = np.where((k > 0)[:, None], rec["qvel"][rows, np.maximum(k - 1, 0)], qvel0)  # state k
-    closing = np.abs(np.sum(np.c_[v_before[:, 6:8], np.zeros(n)] * sens[:, 2:5], axis=1))
-    a = np.clip(k + sim.n_window - 2, 0, sim.n_contact - 1)  # record j holds state j + 1
-    b = np.clip(k + sim.n_window - 1, 0, sim.n_contact - 1)
-    touched, post, pose, t_touch, t_release = _release_rules(
-        sim,
-        found.any(axis=1),
-        k,
-        -sens[:, 1],
-        closing,
-        rec["qpos"][rows, a],
-        rec["qvel"][rows, a],
-        rec["qpos"][rows, b],
-        rec["qvel"][rows, b],
-    )
-    return ContactRecord(
-        post_velocity=np.asarray(post, np.float64),
-        release_pose=np.asarray(pose, np.float64),
-        t_touch=np.asarray(t_touch, np.float64),
-        t_release=np.asarray(t_release, np.float64),
-        touched=np.asarray(touched),
-        q_end=rec["qpos"][rows, b],
-        v_end=rec["qvel"][rows, b],
-        t_end=(k + sim.n_window) * sim.settings.dt_contact,
-        qpos=np.concatenate([qpos0[:, None], rec["qpos"]], 1),
-    )
-
-
-# A block counts as at rest when every component of its velocity (m/s, rad/s) stayed below this over
-# a whole check interval (a rocking block passes through zero speed); the C slide then stops early.  At rest on the floor MuJoCo's block creeps at ~1e-6 m/s (soft contact).
-REST_SPEED = 1e-5
-REST_CHECK_STEPS = 50  # slide steps between checks (0.2 s at dt_slide 4 ms)
-
-
-def slide_to_rest_c(
-    sim: StrikeSim,
-    params,
-    q_rel,
-    v_rel,
-    t_start,
-    *,
-    nthread: int = 0,
-    dt: float | None = None,
-    batch: mujoco.batch.Batch | None = None,
-) -> np.ndarray:
-    """Slide released blocks on MuJoCo C until MAX_TIME, or until every block is at rest; the final qpos (n, 10).
-
-    The worlds still moving are stepped `REST_CHECK_STEPS` at a time (at `dt`, default the
-    slide step; the checks stay 0.2 s apart; `mujoco.batch` steps only those).  A world's
-    pose is read at its own MAX_TIME step, or where it was found at rest (`REST_SPEED`).
-
-    Args:
-        batch: a batch of the slide model with these worlds' parameters to go on in (its solver
-            warm start kept; the states are written in); default a new one.
-    """
-    dt = sim.settings.dt_slide if dt is None else float(dt)
-    check = max(1, round(REST_CHECK_STEPS * sim.settings.dt_slide / dt))
-    n = len(q_rel)
-    qp, qv = parked_np(q_rel, v_rel)
-    if batch is None:
-        params = np.broadcast_to(np.asarray(params, np.float64), (n, sim.space.size))
-        batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=n, nthread=nthread)
-        batch.bind("qacc_warmstart")[:] = 0.0
-    batch.expand("opt.timestep")[:] = dt
-    batch.bind("qpos")[:] = qp
-    batch.bind("qvel")[:] = qv
-    batch.bind("time")[:] = np.broadcast_to(np.asarray(t_start, np.float64), (n,))
-    n_steps = np.ceil((MAX_TIME - np.asarray(t_start)) / dt - 1e-9).astype(int) * np.ones(n, int)
-    q_end = np.full(qp.shape, np.nan)
-    active, done = np.arange(n), 0
-    while active.size:
-        k = int(min(check, n_steps[active].max() - done))
-        rec = batch.rollout(k, ids=active, record=("qpos", "qvel"))
-        ends = n_steps[active] <= done + k  # worlds whose MAX_TIME falls in this chunk
-        q_end[active[ends]] = rec["qpos"][ends, n_steps[active[ends]] - done - 1]
-        done += k
-        rest = ~ends & (np.abs(rec["qvel"][:, :, :6]).max(axis=(1, 2)) < REST_SPEED)  # still over the whole chunk
-        q_end[active[rest]] = rec["qpos"][rest, -1]
-        active = active[~(ends | rest)]
-    return q_end
-
-
-def slide_c(sim: StrikeSim, params, q_rel, v_rel, t_start, n_steps: int, nthread: int = 0) -> np.ndarray:
-    """Slide released blocks (striker parked) `n_steps` steps of dt_slide on MuJoCo C; returns every qpos (n, n_steps, 10)."""
-    qp, qv = parked_np(q_rel, v_rel)
-    batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=len(q_rel), nthread=nthread)
-    return _batch.rollout(batch, np.asarray(qp), np.asarray(qv), n_steps, time=t_start)["qpos"]
