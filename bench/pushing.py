@@ -19,13 +19,16 @@
 3. One brax-PPO policy per route per simulator: the same settings, budget and seed (with --restarts K, K training
    seeds each, and the one that does best in its own simulator is kept; the lab plays no part in that choice).
 4. Controllers (`--controllers`), each over each simulator's table:
-   search        the whole-route beam search (`clashx.pushing.SearchController`), on the identified values;
+   search        the whole-route beam search (`clashx.pushing.SearchController`), on the identified values, its
+                 cost-to-go value-iterated on the simulator's table (computed once per route and simulator);
    search-adapt  the same, reweighing the table's draws after every lab strike from the observed poses
                  (online identification, the ten fit strikes' posterior as the prior);
    policy        the PPO policy of step 3 (trained only when asked for);
    planner       the receding-horizon CMA-ES planner, two strikes ahead (`clashx.pushing.plan_strike`).
 5. In simulation first: `--sim-episodes` episodes per route on the simulator's own table (`table_rig`): the
    identified draw for search, planner and policy; for search-adapt, a world drawn from the other draws.
+   For the search controllers it also counts the start yaws from which the cost-to-go says the route can be
+   finished within its budget at all, in that simulator: no controller can do better there.
 6. In the lab, closed loop, observing the noisy mocap pose; `--episodes` per route, start yaws ROUTES.md's
    (`evaluation_yaws`).  Reported: success rate with a 95 % Wilson interval, sub-goals, and clashx against
    MuJoCo on the same start yaws (paired: an exact McNemar test on the episodes where they differ).
@@ -47,6 +50,7 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,13 +66,17 @@ from clashx.pushing import (
     PlannerConfig,
     PPOConfig,
     PushEnv,
+    SearchConfig,
     SearchController,
     evaluation_yaws,
     load_policy,
     lookup,
     plan_strike,
     policy_controller,
+    prior_belief,
     route,
+    route_strikes_left,
+    route_value,
     run_episode,
     save_policy,
     table_rig,
@@ -189,8 +197,6 @@ def train_all(
 
 def planner_controller(table, r, config, seed):
     """The receding-horizon CMA-ES planner as a controller (a fresh key every strike)."""
-    import jax.numpy as jnp
-
     from clashx.pushing import Task
 
     count = [0]
@@ -210,7 +216,16 @@ def make_controller(ctrl: str, sim: str, r, tables, policies, seed: int):
         return policy_controller(policies[sim, r.number], r)
     if ctrl == "planner":
         return planner_controller(tables[sim], r, PlannerConfig(), seed)
-    return SearchController(tables[sim], r, adapt=ctrl == "search-adapt")
+    adapt = ctrl == "search-adapt"
+    key = (sim, adapt, r.number)
+    if key not in _VALUES:  # the cost-to-go is the same for the simulation and the lab episodes
+        t0 = time.perf_counter()
+        _VALUES[key] = route_value(tables[sim], prior_belief(tables[sim], identified_only=not adapt), r, SearchConfig())
+        print(f"  cost-to-go of route {r.number}, {ctrl} in {sim}: {time.perf_counter() - t0:.0f} s", flush=True)
+    return SearchController(tables[sim], r, adapt=adapt, value=_VALUES[key])
+
+
+_VALUES: dict = {}  # (simulator, adapting, route) -> the search's cost-to-go
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -238,14 +253,20 @@ def score(eps: list[dict], r) -> dict:
     """Table VII's SR and SGCR of episodes, the SR's interval, and what each episode did."""
     out = table_vii([e["reached"] for e in eps], [e["success"] for e in eps], r.n_goals)
     k = sum(bool(e["success"]) for e in eps)
-    return out | {
-        "sr_ci95": wilson(k, len(eps)),
-        "success": [bool(e["success"]) for e in eps],
-        "strikes": [e["strikes"] for e in eps],
-        "out": int(sum(e["out"] for e in eps)),
-        "paths": [e["poses"].tolist() for e in eps],
-        "plans": [e.get("plan") for e in eps],
-    }
+    needed = [e["strikes_needed"] for e in eps if "strikes_needed" in e]
+    feasible = {"feasible": int(sum(n <= r.budget for n in needed)), "strikes_needed": needed} if needed else {}
+    return (
+        out
+        | feasible
+        | {
+            "sr_ci95": wilson(k, len(eps)),
+            "success": [bool(e["success"]) for e in eps],
+            "strikes": [e["strikes"] for e in eps],
+            "out": int(sum(e["out"] for e in eps)),
+            "paths": [e["poses"].tolist() for e in eps],
+            "plans": [e.get("plan") for e in eps],
+        }
+    )
 
 
 def episodes(ctrl_name, sim, r, yaws, tables, policies, seed, rig_of) -> list[dict]:
@@ -263,6 +284,8 @@ def episodes(ctrl_name, sim, r, yaws, tables, policies, seed, rig_of) -> list[di
         if isinstance(act, SearchController) and act.plans:
             first = act.plans[0]
             e["plan"] = [[0.0, 0.0, float(yaw)]] + first[np.isfinite(first[:, 0])].tolist()
+            start = jnp.asarray([0.0, 0.0, yaw], jnp.float32)
+            e["strikes_needed"] = float(route_strikes_left(act.value, r, jnp.asarray(0), start))
         eps.append(e)
     return eps
 
@@ -285,9 +308,10 @@ def play(where: str, rig_for, tables, policies, routes, n: int, controllers, see
                 res["eval_s"] = time.perf_counter() - t0
                 out[rn][sim][ctrl] = res
                 lo, hi = res["sr_ci95"]
+                can = f"; {res['feasible']}/{n} starts can finish in the model" if "feasible" in res else ""
                 print(
                     f"{where}, route {rn}, {ctrl} in {sim}: SR {res['sr_text']} [{lo:.2f}, {hi:.2f}], "
-                    f"SGCR {res['sgcr_text']} ({res['eval_s']:.0f} s)",
+                    f"SGCR {res['sgcr_text']} ({res['eval_s']:.0f} s{can})",
                     flush=True,
                 )
         for ctrl in controllers:
@@ -323,8 +347,6 @@ def evaluate(lab_mod, lab_path, tables, policies, routes, n: int, controllers, s
 
 def rest_pose_check(lab_path: str, tables, work: str, n: int) -> dict:
     """Each simulator's rest-pose error on `n` fresh lab strikes (seed 11), through its table at draw 0."""
-    import jax.numpy as jnp
-
     from clashx.optimize import pose_error, to_start_frame
     from clashx.scenes import geometry as geo
 

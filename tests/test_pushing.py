@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx.pushing import _planner, _response, _routes, _search
+from clashx.pushing import _planner, _response, _routes, _search, _value
 from clashx.pushing._env import PushEnv, Task, observe
 from clashx.pushing._episode import policy_controller, run_episode, table_rig
 from clashx.pushing._train import PPOConfig, load_policy, save_policy, train_policy
@@ -25,7 +25,11 @@ TABLE_POS_MAX_TOL = 6e-3  # m: worst of 24 strikes (4.1 mm measured at μ2 = 0.3
 TABLE_YAW_MEDIAN_TOL = 0.03  # rad (0.017 measured at μ2 = 0.3)
 TABLE_YAW_MAX_TOL = 0.2  # rad (0.11 measured)
 SMALL_GRID = (4, 3, 3)
-SMALL_SEARCH = _search.SearchConfig(beam=32, depth=6, grid=(13, 5, 5))  # a cheap whole-route search for tests
+# a cheap whole-route search for tests: a coarser cost-to-go (5 cm, 16 yaws) backed up over 63 actions
+SMALL_SEARCH = _search.SearchConfig(beam=32, depth=6, grid=(13, 5, 5), value_grid=(22, 11, 16), value_actions=(7, 3, 3))
+# strikes: value iteration against breadth-first search on a lattice of pushes and turns; exact where the optimal
+# path stays on grid points, 0.073 measured where it leaves them (a push at a turned yaw is interpolated)
+VALUE_STRIKES_TOL = 0.1
 WEIGHT_ATOL = 1e-5  # the belief's log-weights against the Gaussian likelihood by hand (float32)
 
 
@@ -244,39 +248,67 @@ def scaled_table(scales=(1.0, 1.5)) -> _response.StrikeTable:
 
 
 def test_search_one_strike_deep_is_the_best_single_strike():
-    """Depth 1, sub-goal out of one strike's reach: the action whose landing costs least by the route's heuristic
-    (distance, plus the turn a misaligned block needs), found by brute force over the action set."""
+    """Depth 1, sub-goal out of one strike's reach: the action whose landing costs least by the cost-to-go (strikes
+    used + value-iterated strikes left + the tie-break on the distance), found by brute force over the actions."""
     table, r = analytic_table(), _routes.route(1)
-    config = _search.SearchConfig(beam=16, depth=1, grid=(13, 5, 5))
+    config = _search.SearchConfig(beam=16, depth=1, grid=(13, 5, 5), value_grid=SMALL_SEARCH.value_grid)
     actions = _search.action_set(config.grid)
     resp = _search.mean_responses(table, _search.prior_belief(table), actions)
+    value = _search.route_value(table, _search.prior_belief(table), r, SMALL_SEARCH)
     task = Task(jnp.array([0.2, 0.02, 0.5]), jnp.asarray(0), jnp.asarray(0), jnp.asarray(0))  # out of reach
-    a, cost, plan = _search.search_strike(resp, actions, r, task, config)
+    a, cost, plan = _search.search_strike(resp, actions, r, value, task, config)
     poses = jax.vmap(lambda loc: _response.compose(task.pose, loc))(resp)
     dist = np.linalg.norm(np.asarray(poses[:, :2]) - np.asarray(r.goals[0, :2]), axis=1)
-    assert dist.min() > _routes.GOAL_TOL  # no strike reaches: the cost is the heuristic's
-    reach = _search.reach_of(resp)
-    by_hand = []
-    for p in np.asarray(poses, np.float64):
-        g = np.asarray(r.goals[0, :2], np.float64) - p[:2]
-        bearing = math.remainder(math.atan2(g[1], g[0]) - p[2], 2 * math.pi)
-        off = max(abs(math.remainder(bearing - float(reach.centre), 2 * math.pi)) - float(reach.half), 0.0)
-        by_hand.append(np.linalg.norm(g) + float(reach.reach) * off / float(reach.turn))
+    assert dist.min() > _routes.GOAL_TOL  # no strike reaches: the cost is the cost-to-go's
+    left = np.asarray(jax.vmap(lambda p: _value.route_strikes_left(value, r, jnp.asarray(0), p))(poses))
+    inside = np.asarray(jax.vmap(_routes.in_safe_zone)(poses))
+    by_hand = np.where(inside, 1.0 + left + _search.TIE_BREAK * dist, np.inf)
     best = int(np.argmin(by_hand))
     np.testing.assert_allclose(np.asarray(a), np.asarray(actions[best]))
-    assert abs(float(cost) - (by_hand[best] + _search.STRIKE_COST)) < 1e-4
+    assert abs(float(cost) - by_hand[best]) < 1e-4
     np.testing.assert_allclose(np.asarray(plan[0]), np.asarray(poses[best]), atol=1e-6)  # the plan: that one strike
 
 
-def test_reach_reads_how_far_which_way_and_how_much_a_strike_turns():
-    """The analytic response pushes along θ + π + θ1 at up to 0.084 m and turns by 2 θ1 v_pre."""
-    table = analytic_table()
-    resp = _search.mean_responses(table, _search.prior_belief(table), _search.action_set((25, 9, 13)))
-    reach = _search.reach_of(resp)
-    assert abs(float(reach.reach) - 0.12 * 0.7) < 1e-4  # v_pre at its top, 0.8 m/s
-    assert abs(float(reach.centre) - (-math.pi / 2)) < 2e-3  # θ's range is symmetric about π/2: pushed along -y
-    assert abs(float(reach.turn) - 2.0 * math.pi / 12 * 0.8) < 1e-3
-    assert abs(float(reach.half) - math.pi / 2) < 2e-3  # θ ± 5π/12 and θ1 ± π/12 about the centre
+def lattice_strikes(route_number: int, start: tuple[float, float, float], responses: np.ndarray) -> int:
+    """Least strikes that finish a route from `start`, by breadth-first search over exact compositions (budget + 1
+    where none finishes within the budget)."""
+    r = _routes.route(route_number)
+    goals, has_yaw = np.asarray(r.goals, np.float64), np.asarray(r.has_yaw)
+    frontier = {(round(start[0], 6), round(start[1], 6), round(start[2], 6), 0)}
+    for used in range(1, r.budget + 1):
+        nxt = set()
+        for x, y, yaw, g in frontier:
+            for dx, dy, dyaw in responses:
+                p = (x + dx * math.cos(yaw) - dy * math.sin(yaw), y + dx * math.sin(yaw) + dy * math.cos(yaw),
+                     math.remainder(yaw + dyaw, 2 * math.pi))  # fmt: skip
+                if not (
+                    _routes.SAFE_LOW[0] <= p[0] <= _routes.SAFE_HIGH[0]
+                    and _routes.SAFE_LOW[1] <= p[1] <= _routes.SAFE_HIGH[1]
+                ):
+                    continue
+                near = math.hypot(p[0] - goals[g, 0], p[1] - goals[g, 1]) <= _routes.GOAL_TOL
+                turned = abs(math.remainder(p[2] - goals[g, 2], 2 * math.pi)) <= _routes.YAW_TOL or not has_yaw[g]
+                k = g + int(near and turned)
+                if k == r.n_goals:
+                    return used
+                nxt.add((round(p[0], 6), round(p[1], 6), round(p[2], 6), k))
+        frontier = nxt
+    return r.budget + 1
+
+
+@pytest.mark.parametrize("turns", [0, 1, 3, 16])
+def test_value_iteration_counts_the_strikes_a_lattice_needs(turns):
+    """Pushes of two grid steps along the block's axis and turns of one yaw step: the value-iterated strikes to
+    finish route 1 equal breadth-first search's (7 pushes, plus the turns to face the sub-goal; 16 turns are
+    more than the budget, and the value is its cap)."""
+    step = 2 * math.pi / _value.ROUTE_GRID[2]
+    responses = np.array([[0.05, 0.0, 0.0], [0.0, 0.0, step], [0.0, 0.0, -step]])
+    r, start = _routes.route(1), (0.0, 0.0, turns * step)
+    exact = lattice_strikes(1, start, responses)
+    value = _value.route_value_iteration(jnp.asarray(responses, jnp.float32), r)
+    got = float(_value.route_strikes_left(value, r, jnp.asarray(0), jnp.asarray(start, jnp.float32)))
+    assert exact == min(7 + turns, r.budget + 1)
+    assert abs(got - exact) <= VALUE_STRIKES_TOL
 
 
 @pytest.mark.parametrize("number", [1, 3])

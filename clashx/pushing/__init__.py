@@ -33,6 +33,7 @@ from ._search import SearchController as SearchController
 from ._search import action_set as action_set
 from ._search import mean_responses as mean_responses
 from ._search import prior_belief as prior_belief
+from ._search import route_value as route_value
 from ._search import search_strike as search_strike
 from ._search import update_belief as update_belief
 from ._train import Policy as Policy
@@ -40,3 +41,6 @@ from ._train import PPOConfig as PPOConfig
 from ._train import load_policy as load_policy
 from ._train import save_policy as save_policy
 from ._train import train_policy as train_policy
+from ._value import RouteToGo as RouteToGo
+from ._value import route_strikes_left as route_strikes_left
+from ._value import route_value_iteration as route_value_iteration

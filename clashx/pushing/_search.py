@@ -4,17 +4,18 @@
 beam of `beam` strike sequences is grown `depth` strikes deep (or to the
 strikes left), each node expanded by the same `actions` (a grid over the strike
 ranges, `action_set`), scored by the route's rule (`_routes.advance`: sub-goals
-reached in order, the corridor, the budget) and by what remains:
+reached in order, the corridor, the budget) and by what remains, in strikes:
 
-    cost = ‖p − g‖ (+ YAW_LENGTH · |Δyaw| where g has a yaw) + Σ the legs between the sub-goals still ahead
-           − GOAL_BONUS · sub-goals reached + STRIKE_COST · strikes used,   ∞ once outside the corridor
+    cost = strikes used + W_j(pose) + TIE_BREAK · ‖p − g_j‖,   ∞ once outside the corridor or over the budget
 
-and the first strike of the cheapest node seen at any depth is returned.  A
-strike's response does not depend on where the block lies (`_response`), so
-the responses of the actions are looked up once and a depth is one compose
-over beam × actions: a whole-route plan is a few tens of milliseconds.  With
-`depth` ≥ the strikes a route needs, it finds route 3's loop (turn, push, turn)
-because every node is scored on the remaining route, not on the next sub-goal alone.
+where W_j is the value-iterated number of strikes that finish the route from
+that pose with sub-goal j current (`_value.route_value_iteration`: it knows
+the turns, the walls and the arrival yaw a later sub-goal needs).  A plan is
+judged at its end: the first strike returned is that of the cheapest node of
+the deepest depth that still has live nodes, or of a cheaper plan that
+completes the route.  A strike's response does not depend on where the block
+lies (`_response`), so the responses of the actions are looked up once and a
+depth is one compose over beam × actions.
 
 Online adaptation (`Belief`, `update_belief`): the table holds the response at
 the identified parameters and at draws from their posterior (`param_draws`).
@@ -38,10 +39,10 @@ from ..optimize import pose_error, to_start_frame, wrap
 from . import _routes
 from ._env import Task
 from ._response import StrikeTable, compose, lookup
+from ._value import ROUTE_ACTIONS, ROUTE_GRID, RouteToGo, route_strikes_left, route_value_iteration
 
 ACTION_GRID = (25, 9, 9)  # actions along θ, θ1, v_pre (the table's θ and θ1 grid points; v_pre every 1.5 grid steps)
-GOAL_BONUS = 0.05  # m: what reaching a sub-goal is worth beyond coming close to it
-STRIKE_COST = 0.005  # m per strike: of two plans that both arrive, the shorter
+TIE_BREAK = 0.5  # strikes per metre to the current sub-goal: orders plans the value grid scores alike
 ADAPT_POS_SIGMA = 0.01  # m: a draw's likelihood, position (about a tenth of a strike's reach)
 ADAPT_YAW_SIGMA = 0.05  # rad: and yaw (about a tenth of a strike's largest turn)
 
@@ -53,13 +54,15 @@ class SearchConfig(eqx.Module):
         beam: nodes kept per depth.
         depth: strikes planned ahead at most (the strikes left bound it too).
         grid: actions per axis (θ, θ1, v_pre) of `action_set`.
-        yaw_weight: metres one radian of yaw error costs where the sub-goal has a yaw.
+        value_grid: the cost-to-go's grid points along x, y, yaw (`route_value_iteration`).
+        value_actions: the actions per axis its value iteration backs up over (coarser than `grid`).
     """
 
     beam: int = eqx.field(static=True, default=256)
     depth: int = eqx.field(static=True, default=10)
     grid: tuple[int, int, int] = eqx.field(static=True, default=ACTION_GRID)
-    yaw_weight: float = eqx.field(static=True, default=_routes.YAW_LENGTH)
+    value_grid: tuple[int, int, int] = eqx.field(static=True, default=ROUTE_GRID)
+    value_actions: tuple[int, int, int] = eqx.field(static=True, default=ROUTE_ACTIONS)
 
 
 def action_set(grid: tuple[int, int, int] = ACTION_GRID) -> Float[Array, "a 3"]:
@@ -113,93 +116,63 @@ def mean_responses(table: StrikeTable, belief: Belief, actions: Float[Array, "a 
     return jnp.concatenate([xy, yaw[:, None]], -1)
 
 
-class Reach(eqx.Module):
-    """What one strike can do, read from the responses: how far, which way, how much it turns.
-
-    Attributes:
-        reach: the longest displacement of one strike (m).
-        centre: the middle of the directions a strong strike (half the longest reach or more) pushes
-            the block, in the block's frame (rad).
-        half: those directions' half-width about `centre` (rad).
-        turn: the largest turn of one strike (rad).
-    """
-
-    reach: Float[Array, ""]
-    centre: Float[Array, ""]
-    half: Float[Array, ""]
-    turn: Float[Array, ""]
+def route_value(table: StrikeTable, belief: Belief, r: _routes.Route, config: SearchConfig) -> RouteToGo:
+    """The search's cost-to-go: strikes to finish the route from any pose (`route_value_iteration`), on the
+    belief's mean responses over the coarser `config.value_actions` grid."""
+    responses = mean_responses(table, belief, action_set(config.value_actions))
+    return route_value_iteration(responses, r, grid=config.value_grid)
 
 
-def reach_of(responses: Float[Array, "a 3"]) -> Reach:
-    """`Reach` of a set of responses (rest poses in the start frame)."""
-    length = jnp.linalg.norm(responses[:, :2], axis=-1)
-    strong = length >= 0.5 * length.max()
-    angle = jnp.arctan2(responses[:, 1], responses[:, 0])
-    centre = jnp.arctan2(jnp.sum(strong * jnp.sin(angle)), jnp.sum(strong * jnp.cos(angle)))
-    half = jnp.max(jnp.where(strong, jnp.abs(wrap(angle - centre)), 0.0))
-    return Reach(length.max(), centre, half, jnp.maximum(jnp.abs(responses[:, 2]).max(), 1e-3))
-
-
-def _remaining(
-    r: _routes.Route, goal: Int[Array, "..."], pose: Float[Array, "... 3"], yaw_weight, reach: Reach
-) -> Float[Array, "..."]:
-    """The route still ahead from `pose` (m): to sub-goal `goal`, then the legs between the later ones.
-
-    Where the sub-goal lies outside the directions a strike can push the block, the turn that is
-    needed first counts as the distance the block could have travelled in the strikes it takes
-    (reach × angle / turn): a block whose arc faces away from the sub-goal is farther from it than
-    its distance says.
-    """
-    legs = jnp.linalg.norm(jnp.diff(r.goals[:, :2], axis=0), axis=-1)
-    after = jnp.concatenate([jnp.cumsum(legs[::-1])[::-1], jnp.zeros(1)])  # after[j]: from goal j to the last
-    g = jnp.minimum(goal, r.n_goals - 1)
-    target = r.goals[g]
-    pos, yaw = pose_error(pose, target)
-    xy = target[..., :2] - pose[..., :2]
-    bearing = wrap(jnp.arctan2(xy[..., 1], xy[..., 0]) - pose[..., 2])  # the sub-goal's direction, block frame
-    misalign = jnp.maximum(jnp.abs(wrap(bearing - reach.centre)) - reach.half, 0.0)
-    turning = jnp.where(pos > _routes.GOAL_TOL, reach.reach * misalign / reach.turn, 0.0)
-    here = pos + turning + jnp.where(r.has_yaw[g], yaw_weight * yaw, 0.0)
-    return jnp.where(goal >= r.n_goals, 0.0, here + after[g])
+def _remaining(r: _routes.Route, v: RouteToGo, goal: Int[Array, ""], pose: Float[Array, "3"]) -> Float[Array, ""]:
+    """Strikes still needed from `pose` with `goal` current, and TIE_BREAK strikes per metre to that sub-goal
+    (which orders plans the grid scores alike)."""
+    pos, _ = pose_error(pose, r.goals[jnp.minimum(goal, r.n_goals - 1)])
+    return route_strikes_left(v, r, goal, pose) + jnp.where(goal >= r.n_goals, 0.0, TIE_BREAK * pos)
 
 
 @eqx.filter_jit
 def search_strike(
-    responses: Float[Array, "a 3"], actions: Float[Array, "a 3"], r: _routes.Route, task: Task, config: SearchConfig
+    responses: Float[Array, "a 3"],
+    actions: Float[Array, "a 3"],
+    r: _routes.Route,
+    value: RouteToGo,
+    task: Task,
+    config: SearchConfig,
 ) -> tuple[Float[Array, "3"], Float[Array, ""], Float[Array, "d 3"]]:
     """The next strike's action ([-1, 1]³) of the best whole-route plan from `task`, that plan's cost and its poses.
 
     Args:
         responses: (a, 3) each action's rest pose in the start frame (`mean_responses`, or one draw's).
         actions: (a, 3) the actions (`action_set`).
-        r: the route; task: the block's pose (observed), the current sub-goal and the strikes used.
-        config: beam width, depth, yaw weight.
+        r: the route; value: its cost-to-go (`route_value`, of the same responses or near them).
+        task: the block's pose (observed), the current sub-goal and the strikes used.
+        config: beam width, depth.
 
     Returns:
-        (action, cost, plan): plan is (depth, 3), the predicted rest pose after each planned strike,
+        (action, cost, plan): cost is in strikes (used + still needed); plan is (depth, 3), the predicted rest pose after each planned strike,
         NaN past the plan's end.
     """
     n_act = actions.shape[0]
     b, depth = config.beam, config.depth
-    reach = reach_of(responses)
     inf = jnp.asarray(jnp.inf, jnp.float32)
     pose = jnp.broadcast_to(task.pose, (b, 3))
     goal = jnp.broadcast_to(task.goal, (b,))
     used = jnp.broadcast_to(task.used, (b,))
     alive = jnp.arange(b) == 0  # one root
     seq = jnp.zeros((b, depth), jnp.int32)
-    best = (inf, jnp.zeros(depth, jnp.int32), jnp.asarray(0, jnp.int32))  # cost, actions, length: a strike is made
+    # (cost, actions, length): the cheapest plan that completes the route, and the cheapest of the deepest depth
+    # that still has a live node; a plan is judged at its end, so a strike that looks good but leads into the
+    # corridor's wall loses to one whose descendants get on
+    empty = (inf, jnp.zeros(depth, jnp.int32), jnp.asarray(0, jnp.int32))
+    best = (empty, empty)
 
     def expand(carry, d):
         pose, goal, used, alive, seq, best = carry
         new_pose = jax.vmap(lambda p: jax.vmap(lambda loc: compose(p, loc))(responses))(pose)  # (b, a, 3)
         new_used = used + 1
         out = jax.vmap(lambda g, u, ps: jax.vmap(lambda p: _routes.advance(r, g, u, p))(ps))(goal, new_used, new_pose)
-        cost = (
-            _remaining(r, out.goal, new_pose, config.yaw_weight, reach)
-            - GOAL_BONUS * (out.goal - task.goal).astype(jnp.float32)
-            + STRIKE_COST * new_used[:, None].astype(jnp.float32)
-        )
+        remaining = jax.vmap(jax.vmap(lambda g, p: _remaining(r, value, g, p)))(out.goal, new_pose)
+        cost = remaining + new_used[:, None].astype(jnp.float32)
         ok = alive[:, None] & ~out.out & (new_used[:, None] <= r.budget)
         cost = jnp.where(ok, cost, inf).reshape(-1)
         neg, idx = jax.lax.top_k(-cost, b)
@@ -208,24 +181,24 @@ def search_strike(
         goal = out.goal.reshape(-1)[idx]
         used = new_used[parent]
         seq = seq[parent].at[:, d].set(act.astype(jnp.int32))
-        i = jnp.argmax(neg)
-        better = -neg[i] < best[0]
-        best = (
-            jnp.where(better, -neg[i], best[0]),
-            jnp.where(better, seq[i], best[1]),
-            jnp.where(better, d + 1, best[2]),
-        )
-        # a node that finished the route is complete: it has competed at its own cost and grows no further
+        # a node that finished the route is complete: it competes at its own cost and grows no further
         alive = jnp.isfinite(neg) & (goal < r.n_goals)
-        return (pose, jnp.minimum(goal, r.n_goals - 1), used, alive, seq, best), None
+        done, leaf = best
+        complete = jnp.where(alive, -jnp.inf, neg)
+        i = jnp.argmax(complete)  # the cheapest complete node of this depth
+        better = -complete[i] < done[0]
+        done = tuple(jnp.where(better, new, old) for new, old in zip((-neg[i], seq[i], d + 1), done, strict=True))
+        j = jnp.argmax(jnp.where(alive, neg, -jnp.inf))  # the cheapest live node of this depth
+        deeper = jnp.any(alive)
+        leaf = tuple(jnp.where(deeper, new, old) for new, old in zip((-neg[j], seq[j], d + 1), leaf, strict=True))
+        return (pose, jnp.minimum(goal, r.n_goals - 1), used, alive, seq, (done, leaf)), None
 
     carry = (pose, goal, used, alive, seq, best)
-    (*_, best), _ = jax.lax.scan(expand, carry, jnp.arange(depth))  # type: ignore[arg-type]
-    cost, plan_idx, length = best
+    (*_, (done, leaf)), _ = jax.lax.scan(expand, carry, jnp.arange(depth))  # type: ignore[arg-type]
+    pick = done[0] <= leaf[0]
+    cost, plan_idx, length = (jnp.where(pick, a, b) for a, b in zip(done, leaf, strict=True))
     # no feasible plan (every strike leaves the corridor or the budget is spent): the strike that ends nearest
-    nearest = jnp.argmin(
-        jax.vmap(lambda loc: _remaining(r, task.goal, compose(task.pose, loc), config.yaw_weight, reach))(responses)
-    )
+    nearest = jnp.argmin(jax.vmap(lambda loc: _remaining(r, value, task.goal, compose(task.pose, loc)))(responses))
     plan_idx = jnp.where(jnp.isfinite(cost), plan_idx, plan_idx.at[0].set(nearest))
     length = jnp.where(jnp.isfinite(cost), length, 1)
 
@@ -251,13 +224,26 @@ class SearchController:
         r: the route.
         config: `SearchConfig`.
         adapt: reweigh the draws online.
+        value: the cost-to-go (`route_value` of the table, the starting belief, the route and config), when
+            it is at hand: it takes about 10 s per sub-goal to compute.
     """
 
-    def __init__(self, table: StrikeTable, r: _routes.Route, config: SearchConfig | None = None, *, adapt: bool):
+    def __init__(
+        self,
+        table: StrikeTable,
+        r: _routes.Route,
+        config: SearchConfig | None = None,
+        *,
+        adapt: bool,
+        value: RouteToGo | None = None,
+    ):
         self.table, self.route, self.adapt = table, r, adapt
         self.config = config or SearchConfig()
         self.actions = action_set(self.config.grid)
         self.reset()
+        # the cost-to-go of the responses it starts from, kept as the belief moves: a cost-to-go only ranks plans
+        # whose strikes the search looks up on the current belief
+        self.value = route_value(table, self.belief, r, self.config) if value is None else value
 
     def reset(self) -> None:
         """Back to the prior, for a new episode."""
@@ -277,7 +263,7 @@ class SearchController:
             )  # fmt: skip
             self.responses = mean_responses(self.table, self.belief, self.actions)
         now = Task(pose=jnp.asarray(seen, jnp.float32), goal=task.goal, used=task.used, draw=task.draw)
-        action, _, plan = search_strike(self.responses, self.actions, self.route, now, self.config)
+        action, _, plan = search_strike(self.responses, self.actions, self.route, self.value, now, self.config)
         out = np.asarray(action, np.float64)
         self.last = (out, seen)
         self.plans.append(np.asarray(plan, np.float64))
