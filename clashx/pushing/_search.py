@@ -6,7 +6,8 @@ strikes left), each node expanded by the same `actions` (a grid over the strike
 ranges, `action_set`), scored by the route's rule (`_routes.advance`: sub-goals
 reached in order, the corridor, the budget) and by what remains, in strikes:
 
-    cost = strikes used + W_j(pose) + TIE_BREAK · ‖p − g_j‖,   ∞ once outside the corridor or over the budget
+    cost = strikes used + W_j(pose) + TIE_BREAK · ‖p − g_j‖,
+           ∞ over the budget or closer than PLAN_WALL_MARGIN to the corridor's edges
 
 where W_j is the value-iterated number of strikes that finish the route from
 that pose with sub-goal j current (`_value.route_value_iteration`: it knows
@@ -39,10 +40,13 @@ from ..optimize import pose_error, to_start_frame, wrap
 from . import _routes
 from ._env import Task
 from ._response import StrikeTable, compose, lookup
-from ._value import ROUTE_ACTIONS, ROUTE_GRID, RouteToGo, route_strikes_left, route_value_iteration
+from ._value import ROUTE_ACTIONS, ROUTE_GRID, RouteToGo, inside, route_strikes_left, route_value_iteration
 
 ACTION_GRID = (25, 9, 9)  # actions along θ, θ1, v_pre (the table's θ and θ1 grid points; v_pre every 1.5 grid steps)
 TIE_BREAK = 0.5  # strikes per metre to the current sub-goal: orders plans the value grid scores alike
+# m: plans keep this far inside the corridor's edges (a strike's position error on a fresh lab strike is 3-4 mm
+# median, and a strike that ends 1 cm inside the wall on the table can end outside it in the lab)
+PLAN_WALL_MARGIN = 0.02
 ADAPT_POS_SIGMA = 0.01  # m: a draw's likelihood, position (about a tenth of a strike's reach)
 ADAPT_YAW_SIGMA = 0.05  # rad: and yaw (about a tenth of a strike's largest turn)
 
@@ -56,6 +60,7 @@ class SearchConfig(eqx.Module):
         grid: actions per axis (θ, θ1, v_pre) of `action_set`.
         value_grid: the cost-to-go's grid points along x, y, yaw (`route_value_iteration`).
         value_actions: the actions per axis its value iteration backs up over (coarser than `grid`).
+        wall_margin: m, how far inside the corridor's edges a plan keeps the block (the task allows 0).
     """
 
     beam: int = eqx.field(static=True, default=256)
@@ -63,6 +68,7 @@ class SearchConfig(eqx.Module):
     grid: tuple[int, int, int] = eqx.field(static=True, default=ACTION_GRID)
     value_grid: tuple[int, int, int] = eqx.field(static=True, default=ROUTE_GRID)
     value_actions: tuple[int, int, int] = eqx.field(static=True, default=ROUTE_ACTIONS)
+    wall_margin: float = eqx.field(static=True, default=PLAN_WALL_MARGIN)
 
 
 def action_set(grid: tuple[int, int, int] = ACTION_GRID) -> Float[Array, "a 3"]:
@@ -120,7 +126,7 @@ def route_value(table: StrikeTable, belief: Belief, r: _routes.Route, config: Se
     """The search's cost-to-go: strikes to finish the route from any pose (`route_value_iteration`), on the
     belief's mean responses over the coarser `config.value_actions` grid."""
     responses = mean_responses(table, belief, action_set(config.value_actions))
-    return route_value_iteration(responses, r, grid=config.value_grid)
+    return route_value_iteration(responses, r, grid=config.value_grid, margin=config.wall_margin)
 
 
 def _remaining(r: _routes.Route, v: RouteToGo, goal: Int[Array, ""], pose: Float[Array, "3"]) -> Float[Array, ""]:
@@ -173,7 +179,8 @@ def search_strike(
         out = jax.vmap(lambda g, u, ps: jax.vmap(lambda p: _routes.advance(r, g, u, p))(ps))(goal, new_used, new_pose)
         remaining = jax.vmap(jax.vmap(lambda g, p: _remaining(r, value, g, p)))(out.goal, new_pose)
         cost = remaining + new_used[:, None].astype(jnp.float32)
-        ok = alive[:, None] & ~out.out & (new_used[:, None] <= r.budget)
+        clear = jax.vmap(jax.vmap(lambda p: inside(p, config.wall_margin)))(new_pose)
+        ok = alive[:, None] & ~out.out & clear & (new_used[:, None] <= r.budget)
         cost = jnp.where(ok, cost, inf).reshape(-1)
         neg, idx = jax.lax.top_k(-cost, b)
         parent, act = idx // n_act, idx % n_act

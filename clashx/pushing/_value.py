@@ -49,10 +49,18 @@ class RouteToGo(eqx.Module):
         values: (m, n_x, n_y, n_ψ) strikes to finish, at x, y evenly over the safe zone (ends included)
             and ψ = 2π k / n_ψ − π; capped at `cap` (no way to finish within the budget).
         cap: the route's budget + 1.
+        margin: m, how far inside the corridor's edges a pose must rest to count as inside.
     """
 
     values: Float[Array, "m nx ny npsi"]
     cap: float = eqx.field(static=True)
+    margin: float = eqx.field(static=True, default=0.0)
+
+
+def inside(pose: Float[Array, "3"], margin: float = 0.0) -> Float[Array, ""]:
+    """Whether the block frame's origin lies in the corridor, at least `margin` (m) inside its edges."""
+    lo, hi = jnp.asarray(_routes.SAFE_LOW) + margin, jnp.asarray(_routes.SAFE_HIGH) - margin
+    return jnp.all((pose[:2] >= lo) & (pose[:2] <= hi))
 
 
 def _world_interpolate(values: Float[Array, "nx ny npsi"], pose: Float[Array, "3"]) -> Float[Array, ""]:
@@ -77,7 +85,7 @@ def route_strikes_left(
 ) -> Float[Array, ""]:
     """Strikes to finish route `r` from world `pose` with sub-goal `goal` current (0 once all are reached)."""
     g = jnp.minimum(goal, r.n_goals - 1)
-    left = jnp.where(_routes.in_safe_zone(pose), _world_interpolate(v.values[g], pose), v.cap)
+    left = jnp.where(inside(pose, v.margin), _world_interpolate(v.values[g], pose), v.cap)
     return jnp.where(goal >= r.n_goals, 0.0, left)
 
 
@@ -87,6 +95,7 @@ def route_value_iteration(
     r: _routes.Route,
     *,
     grid: tuple[int, int, int] = ROUTE_GRID,
+    margin: float = 0.0,
     tol: float = VALUE_TOL,
 ) -> RouteToGo:
     """Least strikes to finish route `r` from every pose of a grid over the corridor (module docstring's W_j).
@@ -100,6 +109,7 @@ def route_value_iteration(
             the search that uses this looks the full one up exactly).
         r: the route.
         grid: points along x, y and yaw.
+        margin: m, the corridor counts this much narrower on every side (a plan's room for prediction error).
         tol: strikes.
 
     Returns:
@@ -125,7 +135,7 @@ def route_value_iteration(
                 )
                 hit = _routes.reached(r, j, p)
                 w = jnp.where(hit, _world_interpolate(nxt, p), _world_interpolate(values, p))
-                return jnp.where(_routes.in_safe_zone(p), w, cap)
+                return jnp.where(inside(p, margin), w, cap)
 
             return jnp.minimum(cap, 1.0 + jnp.min(jax.vmap(one)(responses)))
 
@@ -149,4 +159,4 @@ def route_value_iteration(
     for j in range(r.n_goals - 1, -1, -1):
         nxt = solve(j, nxt)
         out.append(nxt)
-    return RouteToGo(jnp.stack(out[::-1]), cap)
+    return RouteToGo(jnp.stack(out[::-1]), cap, margin)
