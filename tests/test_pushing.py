@@ -261,7 +261,7 @@ def test_search_one_strike_deep_is_the_best_single_strike():
     dist = np.linalg.norm(np.asarray(poses[:, :2]) - np.asarray(r.goals[0, :2]), axis=1)
     assert dist.min() > _routes.GOAL_TOL  # no strike reaches: the cost is the cost-to-go's
     left = np.asarray(jax.vmap(lambda p: _value.route_strikes_left(value, r, jnp.asarray(0), p))(poses))
-    inside = np.asarray(jax.vmap(lambda p: _value.inside(p, config.wall_margin))(poses))
+    inside = np.asarray(jax.vmap(lambda p: _routes.in_safe_zone(p, config.wall_margin))(poses))
     by_hand = np.where(inside, 1.0 + left + _search.TIE_BREAK * dist, np.inf)
     best = int(np.argmin(by_hand))
     np.testing.assert_allclose(np.asarray(a), np.asarray(actions[best]))

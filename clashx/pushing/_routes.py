@@ -77,9 +77,10 @@ def evaluation_yaws(number: int, episodes: int = 10) -> np.ndarray:
     return np.random.default_rng(1000 + number).uniform(-math.pi, math.pi, episodes)
 
 
-def in_safe_zone(pose: Float[Array, "3"]) -> Bool[Array, ""]:
-    """Whether the block frame's origin lies in the corridor."""
-    lo, hi = jnp.asarray(SAFE_LOW), jnp.asarray(SAFE_HIGH)
+def in_safe_zone(pose: Float[Array, "3"], margin: float = 0.0) -> Bool[Array, ""]:
+    """Whether the block frame's origin lies in the corridor, at least `margin` (m) inside its edges (a planner's
+    room for prediction error; the task's rule is margin 0)."""
+    lo, hi = jnp.asarray(SAFE_LOW) + margin, jnp.asarray(SAFE_HIGH) - margin
     return jnp.all((pose[:2] >= lo) & (pose[:2] <= hi))
 
 

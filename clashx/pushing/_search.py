@@ -40,7 +40,7 @@ from ..optimize import pose_error, to_start_frame, wrap
 from . import _routes
 from ._env import Task
 from ._response import StrikeTable, compose, lookup
-from ._value import ROUTE_ACTIONS, ROUTE_GRID, RouteToGo, inside, route_strikes_left, route_value_iteration
+from ._value import ROUTE_ACTIONS, ROUTE_GRID, RouteToGo, route_strikes_left, route_value_iteration
 
 ACTION_GRID = (25, 9, 9)  # actions along θ, θ1, v_pre (the table's θ and θ1 grid points; v_pre every 1.5 grid steps)
 TIE_BREAK = 0.5  # strikes per metre to the current sub-goal: orders plans the value grid scores alike
@@ -179,7 +179,7 @@ def search_strike(
         out = jax.vmap(lambda g, u, ps: jax.vmap(lambda p: _routes.advance(r, g, u, p))(ps))(goal, new_used, new_pose)
         remaining = jax.vmap(jax.vmap(lambda g, p: _remaining(r, value, g, p)))(out.goal, new_pose)
         cost = remaining + new_used[:, None].astype(jnp.float32)
-        clear = jax.vmap(jax.vmap(lambda p: inside(p, config.wall_margin)))(new_pose)
+        clear = jax.vmap(jax.vmap(lambda p: _routes.in_safe_zone(p, config.wall_margin)))(new_pose)
         ok = alive[:, None] & ~out.out & clear & (new_used[:, None] <= r.budget)
         cost = jnp.where(ok, cost, inf).reshape(-1)
         neg, idx = jax.lax.top_k(-cost, b)

@@ -57,13 +57,8 @@ class RouteToGo(eqx.Module):
     margin: float = eqx.field(static=True, default=0.0)
 
 
-def inside(pose: Float[Array, "3"], margin: float = 0.0) -> Float[Array, ""]:
-    """Whether the block frame's origin lies in the corridor, at least `margin` (m) inside its edges."""
-    lo, hi = jnp.asarray(_routes.SAFE_LOW) + margin, jnp.asarray(_routes.SAFE_HIGH) - margin
-    return jnp.all((pose[:2] >= lo) & (pose[:2] <= hi))
-
-
 def _world_interpolate(values: Float[Array, "nx ny npsi"], pose: Float[Array, "3"]) -> Float[Array, ""]:
+    """Trilinear interpolation of one sub-goal's grid at a world pose (x, y clamped to the corridor; yaw periodic)."""
     n_x, n_y, n_psi = values.shape
     lo, hi = _routes.SAFE_LOW, _routes.SAFE_HIGH
     fx = jnp.clip((pose[0] - lo[0]) / (hi[0] - lo[0]), 0.0, 1.0) * (n_x - 1)
@@ -85,7 +80,7 @@ def route_strikes_left(
 ) -> Float[Array, ""]:
     """Strikes to finish route `r` from world `pose` with sub-goal `goal` current (0 once all are reached)."""
     g = jnp.minimum(goal, r.n_goals - 1)
-    left = jnp.where(inside(pose, v.margin), _world_interpolate(v.values[g], pose), v.cap)
+    left = jnp.where(_routes.in_safe_zone(pose, v.margin), _world_interpolate(v.values[g], pose), v.cap)
     return jnp.where(goal >= r.n_goals, 0.0, left)
 
 
@@ -135,7 +130,7 @@ def route_value_iteration(
                 )
                 hit = _routes.reached(r, j, p)
                 w = jnp.where(hit, _world_interpolate(nxt, p), _world_interpolate(values, p))
-                return jnp.where(inside(p, margin), w, cap)
+                return jnp.where(_routes.in_safe_zone(p, margin), w, cap)
 
             return jnp.minimum(cap, 1.0 + jnp.min(jax.vmap(one)(responses)))
 
