@@ -155,8 +155,8 @@ def search_strike(
         config: beam width, depth.
 
     Returns:
-        (action, cost, plan): cost is in strikes (used + still needed); plan is (depth, 3), the predicted rest pose after each planned strike,
-        NaN past the plan's end.
+        (action, cost, plan): cost is in strikes (used + still needed); plan is (depth, 3), the predicted rest
+        pose after each planned strike, NaN past the plan's end.
     """
     n_act = actions.shape[0]
     b, depth = config.beam, config.depth
@@ -222,12 +222,14 @@ class SearchController:
 
     Without adaptation it plans on the identified values (draw 0).  With it, it
     starts from the draws' prior and reweighs them after every strike from the
-    observed poses before and after (`update_belief`).  Measured on three strike
-    labs (README, "Sequential pushing"), adaptation added nothing, and on one lab's
-    route 3 it failed every episode: its cost-to-go stays that of the prior's
-    mixture while the belief collapses onto one draw.  Plan without it by default.  Call `reset()` between
+    observed poses before and after (`update_belief`).  Call `reset()` between
     episodes; `belief` holds the current weights and `plans` each strike's
     planned route (`search_strike`'s poses).
+
+    Measured on three strike labs (README, "Sequential pushing"), adaptation
+    added nothing, and on one lab's route 3 it failed every episode: its
+    cost-to-go stays that of the prior's mixture while the belief collapses
+    onto one draw.  Plan without it by default.
 
     Args:
         table: the simulator's tabulated response (its draws are the adaptation's hypotheses).

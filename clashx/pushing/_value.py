@@ -36,6 +36,7 @@ import jax.numpy as jnp
 from ..core import Array, Float, Int, block_size
 from ..optimize import wrap
 from . import _routes
+from ._response import compose
 
 ROUTE_GRID = (43, 21, 32)  # points along x, y (the corridor, 2.5 cm apart) and yaw
 ROUTE_ACTIONS = (13, 5, 5)  # the coarser action grid the route's value iteration backs up over
@@ -124,10 +125,7 @@ def route_value_iteration(
     def solve(j, nxt):
         def backup(values, s):
             def one(resp):
-                c, sn = jnp.cos(s[2]), jnp.sin(s[2])
-                p = jnp.stack(
-                    [s[0] + c * resp[0] - sn * resp[1], s[1] + sn * resp[0] + c * resp[1], wrap(s[2] + resp[2])]
-                )
+                p = compose(s, resp)
                 hit = _routes.reached(r, j, p)
                 w = jnp.where(hit, _world_interpolate(nxt, p), _world_interpolate(values, p))
                 return jnp.where(_routes.in_safe_zone(p, margin), w, cap)
