@@ -1,7 +1,7 @@
 """α-accuracy of post-impact velocity prediction on lab strikes, every method in one run (CLASH Table III).
 
     python bench/accuracy.py --shape square [--fit FIT.npz] [--test TEST.npz] [--model RUN] [--methods a,b]
-                             [--seed 0] [--seeds 1] [--json OUT] [--plot OUT.png]
+                             [--seed 0] [--seeds 1] [--ceiling 60] [--json OUT] [--plot OUT.png]
 
 FIT and TEST are strike-lab recordings (default: the shipped lab-A ones,
 `clashx.lab_recording(shape, "fit" | "test")`; 10 and 200 strikes).  Every
@@ -25,6 +25,14 @@ gives each method's α = 0.1 as the mean and the range over the K runs; the
 JSON's `seeds` holds every run's scores.  The main table, the comparison with
 MuJoCo's best and the plots are those of the first run.
 
+The ceiling rows (`--ceiling N`, 0: none) bound what MuJoCo's model class can
+do on this lab: MuJoCo C's eight parameters fitted by CMA-ES (3 restarts, 40
+generations) to the *true* velocities of the first N test strikes
+(`bench/ceiling.py`'s oracle), scored on those N (in-sample) and on the other
+test strikes (held out).  An oracle, not a method: no method may beat it by
+reading the truth, and a method that comes close to it is limited by the
+model class, one far below it by what ten noisy strikes can tell.
+
 Times are wall-clock seconds on this machine, the first call's compilation
 included; the "vs MuJoCo's best" column is a method's α = 0.1 accuracy
 minus the best MuJoCo-side fit's, measured in the same run.  `--plot` writes the
@@ -41,6 +49,7 @@ import time
 
 import jax
 import numpy as np
+from ceiling import test_set_ceiling  # bench/ceiling.py: the oracle fit
 
 from clashx.core import write_json
 from clashx.events import alpha_curve, lab_recording, read_npz
@@ -69,6 +78,7 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(ALL_METHODS), help="comma-separated (default: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, default=1, help="runs per method, keys seed, seed+1, ... (mean and range)")
+    ap.add_argument("--ceiling", type=int, default=60, help="test strikes the oracle ceiling is fitted to (0: none)")
     ap.add_argument("--json", help="write {method: α=0.1 accuracy, 'details': {...}} here")
     ap.add_argument("--plot", help="α-curves PNG (and OUT-track.png: a test strike's track per method)")
     a = ap.parse_args()
@@ -107,6 +117,15 @@ def main() -> None:
         ref = rows[best]["alpha_0.1"]
         for name, r in rows.items():
             print(f"  {name:<22} vs MuJoCo's best ({best}): {r['alpha_0.1'] - ref:+.3f}")
+    ceiling = None
+    if a.ceiling > 0:
+        try:
+            ceiling = test_set_ceiling(a.shape, test, n=a.ceiling, key=jax.random.PRNGKey(a.seed))
+        except ValueError as e:
+            raise SystemExit(f"bench/accuracy.py: --ceiling {a.ceiling}: {e}") from None
+        print(f"  ceiling (oracle: MuJoCo C fitted to the true velocities of {ceiling['n_fit']} test strikes): "
+              f"α = 0.1 {ceiling['in_sample']:.3f} on them, {ceiling['held_out']:.3f} on the other "
+              f"{ceiling['n_held_out']}   [{time.perf_counter() - t0:6.1f} s]")  # fmt: skip
     device = f"{jax.default_backend()}: {jax.devices()[0].device_kind}, {os.cpu_count()} CPU cores"
     print(f"device {device}; wall time {time.perf_counter() - t0:.0f} s")
     if a.plot:
@@ -127,7 +146,7 @@ def main() -> None:
             "shape": a.shape, "fit": fit_path, "test": test_path, "n_fit": result["n_fit"],
             "n_test": result["n_test"], "device": device, "seed": a.seed,
             "mujoco_identified_is": best, "lab_fit": json.loads(json.dumps(result["lab_fit"], default=float)),
-            "seeds": [{n: r[n] for n in r} for r in runs],
+            "seeds": [{n: r[n] for n in r} for r in runs], "ceiling": ceiling,
         }  # fmt: skip
         write_json(a.json, out)
         print(f"-> {a.json}")

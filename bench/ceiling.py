@@ -1,11 +1,12 @@
 """MuJoCo's ceiling on a lab, and what further MuJoCo knobs add to it (issue 26, item 1).
 
-    python bench/ceiling.py [--labs a,C,D] [--n 60] [--generations 40] [--json OUT]
+    python bench/ceiling.py [--labs a,C,D] [--n 60] [--fit-seed 7] [--spaces strike8,solimp] [--generations 40]
+                            [--restarts 1] [--json OUT]
 
 The ceiling of a model class is how well its best parameters can do: MuJoCo C
 is fitted by CMA-ES (`clashx.baselines.identify_cmaes`, population 16) to the
 *true* post-impact velocities (`post_velocity_true`) of `--n` random lab
-strikes (seed 7): an oracle fit, for measuring the model class only, never a
+strikes (`--fit-seed`, 7): an oracle fit, for measuring the model class only, never a
 method.  Scored at α = 0.1 on the same strikes (the ceiling) and on held-out
 test strikes (lab A: the shipped 200; labs C and D of bench/correction.py: 100,
 seed 1).  Spaces:
@@ -16,6 +17,12 @@ seed 1).  Spaces:
 
 A knob that raises the ceiling is worth distilling (a surrogate conditioned
 on it); one that does not is not.
+
+With `--n 10 --fit-seed 2` (and `--labs a:...` as in bench/correction.py) the
+oracle sees the *true* labels of the same ten strikes clashx fits on: what ten
+random strikes can tell MuJoCo's class at best, label noise removed.
+`bench/accuracy.py` prints the ceiling rows of its own test set
+(`test_set_ceiling`).
 """
 
 from __future__ import annotations
@@ -61,6 +68,38 @@ def solimp_space(shape: str) -> ParamSpace:
     )
 
 
+def oracle_fit(sim, strikes, truth, *, key, generations: int = 40, restarts: int = 1):
+    """The oracle: MuJoCo C's parameters of `sim.space` fitted by CMA-ES to *true* velocities (flat prior)."""
+    return identify_cmaes(sim, strikes, truth, key=key, generations=generations, prior_std={}, restarts=restarts)
+
+
+def alpha_of(sim, params, strikes, truth, shape: str) -> float:
+    """α = 0.1 accuracy of MuJoCo C at `params` against true velocities."""
+    p = np.broadcast_to(params, (len(strikes), len(params)))
+    pred = simulate_strikes_c(sim, strikes, p, to_rest=False).post_velocity
+    return float(np.mean(np.asarray(relative_error(pred, truth, geo.characteristic_length(shape))) <= 0.1))
+
+
+def test_set_ceiling(shape: str, test: dict, *, n: int = 60, key, generations: int = 40, restarts: int = 3) -> dict:
+    """MuJoCo's ceiling on a test recording: the oracle fitted to the true labels of its first `n` strikes.
+
+    Returns {"n_fit", "n_held_out", "in_sample", "held_out", "params"}: α = 0.1 on those `n`
+    strikes and on the others.  An oracle (it reads `post_velocity_true`): a bound on the
+    model class, never a method.
+    """
+    s, v, _ = lab_truth(test, "test")
+    if len(s) <= n:
+        raise ValueError(f"the test recording has {len(s)} touched strikes; the ceiling needs more than n={n}")
+    sim = make_strike_sim(shape)
+    fit = oracle_fit(sim, s[:n], v[:n], key=key, generations=generations, restarts=restarts)
+    return {
+        "n_fit": n, "n_held_out": len(s) - n,
+        "in_sample": alpha_of(sim, fit.params, s[:n], v[:n], shape),
+        "held_out": alpha_of(sim, fit.params, s[n:], v[n:], shape),
+        "params": dict(zip(sim.space.names, np.asarray(fit.params).tolist(), strict=True)),
+    }  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--labs", default="a,C,D")
@@ -68,46 +107,47 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=60, help="strikes fitted (true labels)")
     ap.add_argument("--test-n", type=int, default=100)
     ap.add_argument("--generations", type=int, default=40)
+    ap.add_argument("--fit-seed", type=int, default=7, help="seed of the --n fitted strikes")
+    ap.add_argument("--spaces", default="strike8,solimp", help="comma-separated: strike8, solimp")
+    ap.add_argument("--restarts", type=int, default=1, help="CMA-ES restarts, the best by fit loss kept")
     ap.add_argument("--json")
     a = ap.parse_args()
+    unknown = sorted(set(a.spaces.split(",")) - {"strike8", "solimp"})
+    if unknown:
+        raise SystemExit(f"bench/ceiling.py: --spaces {unknown}: choose from strike8, solimp")
     rows = []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for lab in a.labs.split(","):
             path = lab_file(lab, tmp)
             for shape in a.shapes.split(","):
-                rec = run_lab(shape, path, os.path.join(tmp, f"{lab}_{shape}_fit.npz"), n=a.n, seed=7)
+                rec = run_lab(shape, path, os.path.join(tmp, f"{lab}_{shape}_fit.npz"), n=a.n, seed=a.fit_seed)
                 test = lab_test(shape, lab, tmp, a.test_n)
                 s_fit, v_fit, _ = lab_truth(rec, "fit")
                 s_test, v_test, _ = lab_truth(test, "test")
-                length = geo.characteristic_length(shape)
                 row: dict = {"lab": lab, "shape": shape, "n_fit": len(s_fit)}
-                for name, space in (("strike8", None), ("solimp", solimp_space(shape))):
+                spaces = {"strike8": None, "solimp": solimp_space(shape)}
+                for name in a.spaces.split(","):
+                    space = spaces[name]
                     sim = make_strike_sim(shape, space=space)
-                    fit = identify_cmaes(
-                        sim, s_fit, v_fit, key=jax.random.PRNGKey(0), generations=a.generations, prior_std={}
-                    )
-
-                    def acc(s, v, sim=sim, fit=fit, length=length):
-                        p = np.broadcast_to(fit.params, (len(s), len(fit.params)))
-                        pred = simulate_strikes_c(sim, s, p, to_rest=False).post_velocity
-                        return float(np.mean(np.asarray(relative_error(pred, v, length)) <= 0.1))
-
-                    row[name] = {"ceiling": acc(s_fit, v_fit), "held_out": acc(s_test, v_test),
+                    fit = oracle_fit(sim, s_fit, v_fit, key=jax.random.PRNGKey(0), generations=a.generations,
+                                     restarts=a.restarts)  # fmt: skip
+                    row[name] = {"ceiling": alpha_of(sim, fit.params, s_fit, v_fit, shape),
+                                 "held_out": alpha_of(sim, fit.params, s_test, v_test, shape),
                                  "params": dict(zip(sim.space.names, np.asarray(fit.params).tolist(), strict=True))}  # fmt: skip
                 rows.append(row)
-                print(
-                    f"lab {lab} {shape:<14} strike8 ceiling {row['strike8']['ceiling']:.3f} held-out "
-                    f"{row['strike8']['held_out']:.3f}   +solimp ceiling {row['solimp']['ceiling']:.3f} held-out "
-                    f"{row['solimp']['held_out']:.3f}   [{time.perf_counter() - t0:.0f} s]",
-                    flush=True,
+                cells = "   ".join(
+                    f"{n} ceiling {row[n]['ceiling']:.3f} held-out {row[n]['held_out']:.3f}"
+                    for n in a.spaces.split(",")
                 )
-    for name in ("strike8", "solimp"):
+                print(f"lab {lab} {shape:<14} {cells}   [{time.perf_counter() - t0:.0f} s]", flush=True)
+    for name in a.spaces.split(","):
         c = np.mean([r[name]["ceiling"] for r in rows])
         h = np.mean([r[name]["held_out"] for r in rows])
         print(f"mean over {len(rows)} (lab, shape): {name:<8} ceiling {c:.3f}  held-out {h:.3f}")
     if a.json:
-        write_json(a.json, {"rows": rows, "n": a.n, "generations": a.generations})
+        write_json(a.json, {"rows": rows, "n": a.n, "fit_seed": a.fit_seed, "generations": a.generations,
+                            "restarts": a.restarts})  # fmt: skip
         print(f"-> {a.json}")
 
 

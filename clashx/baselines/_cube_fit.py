@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -43,8 +44,18 @@ from ..core import Array, Float, PRNGKeyArray, as_float64, levenberg_marquardt
 from ..core import batch as _batch
 from ..hybrid import hybrid_tosses, rest_rollout
 from ..optimize import cmaes_in_box
-from ..scenes import FRAME_DT, HALF, TossSim, quat_mul
-from ..surrogate import CubeSurrogate, quat_conj, quat_log
+from ..scenes import (
+    CUBE_INERTIA,
+    CUBE_MASS,
+    FRAME_DT,
+    HALF,
+    TossSim,
+    quat_mul,
+    quat_to_mat,
+    rigid_cube_window,
+    rigid_from_unit,
+)
+from ..surrogate import quat_conj, quat_log
 
 WIDTH = 2 * HALF  # m
 HORIZONS = (40, 80)  # frames from the first: the errors' short horizons (beside the whole recording)
@@ -271,11 +282,11 @@ def identify_trajectory_mjx(
 
 def fit_between_impacts(
     sim: TossSim,
-    impact: CubeSurrogate,
+    impact: Callable,
     initial_states: Float[np.ndarray, "n 13"],
     params: Float[np.ndarray, "p"],
     tracks: list[np.ndarray],
-    rest0: Float[np.ndarray, "p"],
+    rest0: Float[np.ndarray, "3"],
     *,
     key: PRNGKeyArray,
     population: int = 8,
@@ -287,11 +298,12 @@ def fit_between_impacts(
     CMA-ES (`clashx.optimize.cmaes_in_box`, the prior's unit cube, started at
     `rest0`) on the squared trajectory residuals (`clashx.baselines._cube_fit.trajectory_residuals`:
     position in cube widths and rotation, every recorded frame) of the tosses
-    rolled out from `initial_states` by `hybrid_toss_every` with `impact` at `params`.
-    Each generation is one batched rollout of population × tosses.
+    rolled out from `initial_states` by `hybrid_toss_every` with `impact` at `params`
+    (a `CubeSurrogate`, or the rigid law `clashx.scenes.rigid_cube_window`).  The rest
+    parameters are `sim.space`'s.  Each generation is one batched rollout of population × tosses.
 
     Returns:
-        (rest params (p,), their cost, the best cost of each generation); `rest0`
+        (rest params (3,), their cost, the best cost of each generation); `rest0`
         itself competes, so the cost never exceeds its.
     """
 
@@ -300,7 +312,7 @@ def fit_between_impacts(
     states = np.asarray(initial_states, np.float64)
 
     def losses(u: np.ndarray) -> np.ndarray:
-        rest = np.asarray(impact.space.from_unit(jnp.asarray(u)), np.float64)
+        rest = np.asarray(sim.space.from_unit(jnp.asarray(u)), np.float64)
         k = len(u)
         frames = hybrid_tosses(
             sim,
@@ -314,9 +326,68 @@ def fit_between_impacts(
         ).reshape(k, n, n_frames, 13)
         return np.array([float(jnp.sum(trajectory_residuals(f, real, mask) ** 2)) for f in frames])
 
-    u0 = np.clip(np.asarray(impact.space.to_unit(jnp.asarray(rest0)), np.float64), 0.02, 0.98)
+    u0 = np.clip(np.asarray(sim.space.to_unit(jnp.asarray(rest0)), np.float64), 0.02, 0.98)
     start = (u0, float(losses(u0[None])[0]))
     u, cost, history = cmaes_in_box(
         losses, u0, key=key, population=population, generations=generations, std_init=std_init, best=start
     )
-    return np.asarray(impact.space.from_unit(jnp.asarray(u)), np.float64), cost, history
+    return np.asarray(sim.space.from_unit(jnp.asarray(u)), np.float64), cost, history
+
+
+_rigid_batch = jax.jit(jax.vmap(jax.vmap(rigid_cube_window, in_axes=(0, None)), in_axes=(None, 0)))
+
+
+def speed_vectors(states: Float[np.ndarray, "... 13"]) -> np.ndarray:
+    """Toss states (..., 13) -> speed vectors (..., 6): (v, r ω world), m/s, r = √(I/m) the cube's radius of gyration."""
+    states = np.asarray(states, np.float64)
+    flat = states.reshape(-1, 13)
+    rot = np.asarray(jax.vmap(quat_to_mat)(jnp.asarray(flat[:, :4])), np.float64)
+    w_world = np.einsum("nij,nj->ni", rot, flat[:, 7:10])
+    u = np.concatenate([flat[:, 10:13], math.sqrt(CUBE_INERTIA / CUBE_MASS) * w_world], 1)
+    return u.reshape(*states.shape[:-1], 6)
+
+
+def impact_speed_errors(pred: Float[np.ndarray, "... 13"], real: Float[np.ndarray, "n 13"]) -> np.ndarray:
+    """Relative errors ‖u_pred − u_real‖ / ‖u_real‖ of the speed vectors (`speed_vectors`); `pred` may carry
+    leading axes (candidates)."""
+    u_p, u_r = speed_vectors(pred), speed_vectors(real)
+    return np.linalg.norm(u_p - u_r, axis=-1) / np.maximum(np.linalg.norm(u_r, axis=-1), 1e-12)
+
+
+def rigid_posts(pre: Float[np.ndarray, "n 13"], params: Float[np.ndarray, "k 4"]) -> np.ndarray:
+    """The rigid law's post-window states (k, n, 13) of impacts `pre` at k parameter vectors (one jitted call)."""
+    pre_j = jnp.asarray(pre, jnp.float32)
+    return np.asarray(_rigid_batch(pre_j, jnp.asarray(np.atleast_2d(params), jnp.float32)), np.float64)
+
+
+def identify_rigid_impacts(
+    pre: Float[np.ndarray, "n 13"],
+    post: Float[np.ndarray, "n 13"],
+    *,
+    key: PRNGKeyArray,
+    population: int = 16,
+    generations: int = 30,
+    restarts: int = 3,
+) -> tuple[np.ndarray, float]:
+    """The rigid impulse law's (e_n, e_t, μ, inertia scale) that fit observed cube impacts (`clashx.scenes._cube_rigid`).
+
+    CMA-ES (`clashx.optimize.cmaes_in_box`, `restarts` searches from the box's
+    centre, one batch per generation) on the mean relative error of the speed
+    vectors WINDOW after contact (`impact_speed_errors`), flat over the box
+    `RIGID_LOW`-`RIGID_HIGH`.
+
+    Returns:
+        (params (4,), their mean relative error).
+    """
+    pre, post = np.asarray(pre, np.float64), np.asarray(post, np.float64)
+    if len(pre) == 0 or pre.shape != post.shape or pre.shape[1:] != (13,):
+        raise ValueError(f"identify_rigid_impacts: pre {pre.shape} and post {post.shape} must both be (n ≥ 1, 13)")
+
+    def losses(u: np.ndarray) -> np.ndarray:
+        return impact_speed_errors(rigid_posts(pre, rigid_from_unit(u)), post).mean(-1)
+
+    u, loss, _ = cmaes_in_box(
+        losses, np.full(4, 0.5), key=key, population=population, generations=generations, std_init=0.25,
+        restarts=restarts,
+    )  # fmt: skip
+    return rigid_from_unit(u), float(loss)

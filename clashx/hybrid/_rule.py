@@ -271,7 +271,8 @@ def _batched(scene: AbstractImpactScene, handler: Handler, params, engine_params
     base = mjx.put_model(scene.hybrid_c_model())
     dtype = base.opt.timestep.dtype
     params = jnp.asarray(params, dtype)
-    ep = params if engine_params is None else jnp.broadcast_to(jnp.asarray(engine_params, dtype), params.shape)
+    ep = params if engine_params is None else jnp.asarray(engine_params, dtype)
+    ep = jnp.broadcast_to(ep, params.shape[:-1] + (scene.space.size,))  # the handler's count may differ (the rigid law)
     models = scene.space.batch_model(base, scene.hybrid_rows(), ep)  # written fields batched only
     axes = scene.space.in_axes(base)
 
@@ -296,7 +297,8 @@ def rollouts(
     """A batch of hybrid rollouts on MJX: (n, p) parameters, (n, nq) / (n, nv) launch states, `n_steps` at most.
 
     Args:
-        engine_params: (n, p) written into the engine's model (default `params`).
+        engine_params: (n, q) of `scene.space`, written into the engine's model (default `params`, when
+            the handler's parameters are the engine's, as a distilled surrogate's).
         until_rest: stop once every world rests (`resting`; a while-loop: forward-mode derivatives
             only); False: a scan of exactly `n_steps` (every derivative).
         record_every: with k > 0, also return what each world shows (`observe`) every k steps,

@@ -37,7 +37,7 @@ def hybrid_tosses(
     sim: TossSim,
     impact: Callable,
     initial_states: Float[np.ndarray, "n 13"],
-    params: Float[np.ndarray, "3"] | Float[np.ndarray, "n 3"],
+    params: Float[np.ndarray, "p"] | Float[np.ndarray, "n p"],
     n_frames: int,
     *,
     rest_params: Float[np.ndarray, "3"] | Float[np.ndarray, "n 3"] | None = None,
@@ -49,11 +49,13 @@ def hybrid_tosses(
 
     Args:
         sim: the toss scene.
-        impact: the handler, `(pre_state (13,), params) -> state WINDOW later`, e.g. a `CubeSurrogate`.
+        impact: the handler, `(pre_state (13,), params) -> state WINDOW later`, e.g. a `CubeSurrogate`
+            or the rigid law `clashx.scenes.rigid_cube_window`.
         initial_states: (n, 13) states at t = 0, dataset layout.
-        params: the handler's parameters, (3,) or (n, 3).
+        params: the handler's parameters, (p,) or (n, p).
         n_frames: frames to return (static).
-        rest_params: MJX's parameters between impacts (default `params`).
+        rest_params: MJX's parameters between impacts, of `sim.space` (default `params`, when the handler's
+            are MJX's, as the surrogate's).
         block: tosses per compiled block (default: the batching policy's, `clashx.core.block_size`).
         every_impact: every landing after a flight through the handler; False: the first only.
         return_stats: also return {"fired": landings sent to the handler per toss}.
@@ -61,8 +63,15 @@ def hybrid_tosses(
     scene = sim if every_impact else sim.first_impact_only()
     states = np.asarray(initial_states, np.float32)
     n = len(states)
-    params = np.broadcast_to(np.asarray(params, np.float32), (n, 3))
-    rest_params = params if rest_params is None else np.broadcast_to(np.asarray(rest_params, np.float32), (n, 3))
+    params = np.asarray(params, np.float32)
+    params = np.broadcast_to(params, (n, params.shape[-1]))
+    rest_params = params if rest_params is None else np.asarray(rest_params, np.float32)
+    if rest_params.shape[-1] != sim.space.size:
+        raise ValueError(
+            f"hybrid_tosses: MJX's parameters between impacts have {rest_params.shape[-1]} values, the scene's space "
+            f"{sim.space.names}; pass rest_params when the handler's parameters are not MJX's"
+        )
+    rest_params = np.broadcast_to(rest_params, (n, sim.space.size))
     world = model_world_bytes(sim.model, recorded=n_frames * 13 * 4)
     frames, fired = in_blocks(
         lambda s, p, q: _block(scene, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames),

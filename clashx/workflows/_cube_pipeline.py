@@ -12,6 +12,7 @@ recorded frames and is scored by `clashx.baselines._cube_fit.trajectory_errors`:
 | `mjx_identified` | the same three by Levenberg-Marquardt through MJX (forward mode, float64) | MJX |
 | `clashx` | impact parameters through the surrogate from every impact of the fit tosses (`impacts="all"`), then its CV fine-tuning on them; MJX's parameters between impacts by Levenberg-Marquardt through MJX from the surrogate's first post-impact states, starting at the impact's | hybrid, every landing after a free flight through the surrogate (`hybrid_toss_every`) |
 | `clashx_first` | the same fit | hybrid, the first impact only through the surrogate (`hybrid_toss`) |
+| `clashx_rigid` | the second impact family, the rigid impulse law (`clashx.scenes.rigid_cube_window`: restitution e_n, e_t, Coulomb μ, the cube's inertia), by CMA-ES on every impact of the fit tosses (`identify_rigid_impacts`); MJX's parameters between impacts as `clashx`'s, through this handler | hybrid, every landing after a free flight through the rigid law |
 | `oracle_first_post` | clashx's fit | not a method but a bound: clashx's every-impact rollout started from each evaluated toss's *measured* state at the end of its first impact window (free flight before it): what clashx would score with a perfect first impact |
 
 Post-impact α-accuracy: the state WINDOW after the first impact, as the
@@ -24,7 +25,6 @@ first-impact events on MuJoCo C (`simulate_tosses_c`; MJX's agree to 1e-6 m).
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 
 import equinox as eqx
@@ -35,8 +35,11 @@ import numpy as np
 from ..baselines import (
     HORIZONS,
     fit_between_impacts,
+    identify_rigid_impacts,
     identify_sysid,
     identify_trajectory_mjx,
+    impact_speed_errors,
+    rigid_posts,
     rollout_c,
     trajectory_errors,
 )
@@ -46,19 +49,21 @@ from ..hybrid import hybrid_tosses, rest_rollout
 from ..learn import finetune_cube, identify_cube
 from ..scenes import (
     CUBE_FRICTION,
-    CUBE_INERTIA,
-    CUBE_MASS,
     FRAME_DT,
+    RIGID_NAMES,
     WINDOW,
     make_toss_sim,
-    quat_to_mat,
+    rigid_cube_window,
     simulate_tosses_c,
 )
 from ..surrogate import CubeSurrogate, load_cube_surrogate, shipped_cube_surrogate
 
-METHODS = ("mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "oracle_first_post")
+METHODS = (
+    "mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "clashx_rigid", "oracle_first_post",
+)  # fmt: skip
+# clashx_rigid's handler runs on every MJX step of the hybrid (its value kept at impacts only): ~3x clashx's time
+DEFAULT_METHODS = tuple(m for m in METHODS if m != "clashx_rigid")
 NOMINAL = (CUBE_FRICTION, 0.02, 1.0)  # dair_pll's friction; MuJoCo's default solref (time constant, damping ratio)
-GYRATION = math.sqrt(CUBE_INERTIA / CUBE_MASS)  # m
 ALPHAS = (0.1, 0.2)
 # Published (Acosta, Yang & Posa, RA-L 2022): mean position error % width, rotation error deg.
 PUBLISHED = {"drake": (13.5, 16.5), "bullet": (14.9, 16.5), "mujoco": (25.1, 21.7)}
@@ -80,7 +85,8 @@ class CubeTossConfig:
         rest_generations, rest_population: CMA-ES refit of clashx's MJX parameters between impacts through
             the every-impact hybrid on the fit tosses (`fit_between_impacts`); 0 generations keeps the
             Levenberg-Marquardt fit (which `clashx_first` always uses).
-        methods: which of `METHODS` to run (`mjx_identified` is the slowest on a CPU).
+        methods: which of `METHODS` to run (default `DEFAULT_METHODS`: all but `clashx_rigid`, the slowest
+            on a CPU with `mjx_identified`).
     """
 
     tosses: str
@@ -94,7 +100,7 @@ class CubeTossConfig:
     sysid_iters: int = 30
     rest_generations: int = 6
     rest_population: int = 8
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = DEFAULT_METHODS
 
     def __post_init__(self):
         unknown = [m for m in self.methods if m not in METHODS]
@@ -104,18 +110,9 @@ class CubeTossConfig:
             raise ValueError(f"--fit {self.fit}: at least 2 tosses are needed (fine-tuning cross-validates)")
 
 
-def speed_vectors(states: np.ndarray) -> np.ndarray:
-    """(n, 13) states -> (n, 6) speed vectors (v, r ω_world), m/s."""
-    states = np.asarray(states, np.float64)
-    rot = np.asarray(jax.vmap(quat_to_mat)(jnp.asarray(states[:, 0:4])), np.float64)
-    w_world = np.einsum("nij,nj->ni", rot, states[:, 7:10])
-    return np.concatenate([states[:, 10:13], GYRATION * w_world], 1)
-
-
 def alpha_accuracies(pred_post: np.ndarray, real_post: np.ndarray) -> dict:
     """Post-impact α-accuracy at each of `ALPHAS` (module docstring), and the median relative error."""
-    u_p, u_r = speed_vectors(pred_post), speed_vectors(real_post)
-    err = np.linalg.norm(u_p - u_r, axis=1) / np.maximum(np.linalg.norm(u_r, axis=1), 1e-12)
+    err = impact_speed_errors(pred_post, real_post)
     return {f"alpha_{a}": float(np.mean(err <= a)) for a in ALPHAS} | {"median_rel_err": float(np.median(err))}
 
 
@@ -277,6 +274,27 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         tracks_first = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_lm)
         timing["clashx_first_rollout_s"] = time.perf_counter() - t0
         record("clashx_first", p_imp, tracks_first, post_cx, t_fit, {"rest_params": p_lm.tolist()})
+    if "clashx_rigid" in config.methods:
+        log(f"  clashx_rigid: the rigid impulse law from {len(fit_all['toss_id'])} impacts (CMA-ES) …")
+        t0 = time.perf_counter()
+        k_rig, k_rig_rest, k_rig_between = jax.random.split(jax.random.fold_in(key, 7), 3)
+        p_rig, rig_loss = identify_rigid_impacts(fit_all["pre_state"], fit_all["post_state"], key=k_rig)
+        p_rig_lm, _ = identify_trajectory_mjx(
+            sim, rigid_posts(fit["pre_state"], p_rig)[0], fit["t_impact"] + WINDOW, fit_tracks, key=k_rig_rest,
+            n_starts=config.mjx_starts, iterations=config.mjx_iterations, init=p_imp,
+        )  # fmt: skip
+        p_rig_rest = p_rig_lm
+        if config.rest_generations:
+            p_rig_rest, _, _ = fit_between_impacts(
+                sim, rigid_cube_window, fit["initial_state"], p_rig, fit_tracks, p_rig_lm, key=k_rig_between,
+                population=config.rest_population, generations=config.rest_generations,
+            )  # fmt: skip
+        t_fit = time.perf_counter() - t0
+        tracks_rig = hybrid_tosses(
+            sim, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
+        )
+        extra = {"rest_params": p_rig_rest.tolist(), "rigid_fit_loss": rig_loss, "rigid_names": list(RIGID_NAMES)}
+        record("clashx_rigid", p_rig, tracks_rig, rigid_posts(evs["pre_state"], p_rig)[0], t_fit, extra)
     if "oracle_first_post" in config.methods:
         from_post = hybrid_tosses(sim, tuned, evs["post_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True)
         tracks_or = _after_first_window(tracks_cx, from_post, evs["t_impact"] + WINDOW)

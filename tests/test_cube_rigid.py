@@ -1,0 +1,108 @@
+"""The cube's second impact family, the rigid impulse law (`clashx.scenes._cube_rigid`), against analytic cases."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from clashx.baselines import identify_rigid_impacts, impact_speed_errors, rigid_posts
+from clashx.scenes import CUBE_INERTIA, CUBE_MASS, HALF, WINDOW, quat_exp, quat_to_mat, rigid_cube_window
+from clashx.scenes._cube_rigid import STEPS
+
+G = 9.81
+FLAT_TOL = 0.01  # m/s: a flat landing's bounce (the sweeps converge to within 0.2 % of it)
+SLIDE_TOL = 0.015  # m/s: a flat slide's Coulomb deceleration over the window (the corners' share of the load)
+ENERGY_TOL = 0.01  # relative: e_n, |e_t| ≤ 1 conserve energy at most (an exact single impulse: to rounding);
+# stepped sweeps over re-touching corners gain up to 0.5 % at e_n = e_t = 1
+RECOVER_TOL = 0.02  # mean relative speed error of a fit to the law's own impacts
+
+window = jax.jit(rigid_cube_window)
+
+
+def _flat(v):
+    """A cube resting level on the table (corners at z = 0) with centre velocity v."""
+    return np.r_[1.0, 0, 0, 0, 0, 0, HALF, 0, 0, 0, v]
+
+
+@pytest.fixture(scope="module")
+def corner_impact():
+    q = np.asarray(quat_exp(jnp.array([0.3, 0.5, 0.1])))
+    corners = HALF * np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    z0 = -(corners @ np.asarray(quat_to_mat(jnp.asarray(q))).T)[:, 2].min()
+    return np.r_[q, 0, 0, z0, 1.0, 2.0, 0.0, 1.0, 0.0, -1.5]
+
+
+@pytest.mark.parametrize("e_n", [0.0, 0.5, 1.0])
+def test_flat_landing_bounces_by_newton(e_n):
+    out = np.asarray(window(jnp.asarray(_flat([0.0, 0.0, -1.0]), jnp.float32), jnp.array([e_n, 0.0, 0.5, 1.0])))
+    dt = WINDOW / STEPS
+    expected = e_n * (1.0 + G * dt) - G * (WINDOW - dt) * (e_n > 0)  # the first step's gravity is in the approach
+    assert out[12] == pytest.approx(expected, abs=FLAT_TOL)
+    assert np.abs(out[7:10]).max() < FLAT_TOL / HALF  # no spin from a symmetric landing
+
+
+def test_flat_slide_decelerates_by_coulomb():
+    mu = 0.5
+    out = np.asarray(window(jnp.asarray(_flat([1.0, 0.0, 0.0]), jnp.float32), jnp.array([0.0, 0.0, mu, 1.0])))
+    assert out[10] == pytest.approx(1.0 - mu * G * WINDOW, abs=SLIDE_TOL)
+    assert abs(out[12]) < SLIDE_TOL  # it neither lifts nor sinks
+
+
+@pytest.mark.parametrize("params", [[0.5, 0.0, 0.3, 1.0], [1.0, 1.0, 1.5, 1.0], [0.0, -0.5, 1.0, 2.0]])
+def test_corner_impact_gains_no_energy(corner_impact, params):
+    pre = corner_impact
+    out = np.asarray(window(jnp.asarray(pre, jnp.float32), jnp.asarray(params, jnp.float32)))
+    inertia = params[3] * CUBE_INERTIA
+    w_pre, w_out = (np.asarray(quat_to_mat(jnp.asarray(s[:4]))) @ s[7:10] for s in (pre, out))
+
+    def energy(s, w):
+        return 0.5 * CUBE_MASS * s[10:13] @ s[10:13] + 0.5 * inertia * w @ w + CUBE_MASS * G * s[6]
+
+    assert energy(out, w_out) <= energy(pre, w_pre) * (1 + ENERGY_TOL)
+    assert out[12] > pre[12]  # the table pushed it up
+
+
+def test_identify_rigid_recovers_its_own_impacts(corner_impact):
+    rng = np.random.default_rng(0)
+    pre = np.tile(corner_impact, (6, 1))
+    pre[:, 10:12] += rng.normal(0, 0.5, (6, 2))  # other throws at the same touch-down
+    truth = np.array([0.3, 0.5, 0.2, 1.5])
+    post = rigid_posts(pre, truth)[0]
+    params, loss = identify_rigid_impacts(pre, post, key=jax.random.PRNGKey(0))  # one search stalls at 0.23
+    assert loss < RECOVER_TOL
+    assert params[2] == pytest.approx(truth[2], abs=0.02)  # μ and the inertia are what the impacts pin
+    assert params[3] == pytest.approx(truth[3], abs=0.1)
+    assert impact_speed_errors(rigid_posts(pre, params)[0], post).mean() == pytest.approx(loss, abs=1e-6)
+
+
+def test_identify_rigid_rejects_mismatched_impacts():
+    with pytest.raises(ValueError, match="must both be"):
+        identify_rigid_impacts(np.zeros((3, 13)), np.zeros((2, 13)), key=jax.random.PRNGKey(0))
+
+
+HYBRID_RIGID_TOL = 1e-4  # m: the hybrid's frames after a landing against the law's own post-window state, in flight
+
+
+def test_hybrid_takes_the_rigid_law_as_its_handler():
+    """The one hybrid rule with the rigid law (4 parameters, MJX's 3 between impacts): a flat cube dropped with
+    a forward speed leaves its first window in the law's state, and flies from there."""
+    from clashx.hybrid import hybrid_tosses
+    from clashx.scenes import FRAME_DT, free_flight, make_toss_sim
+
+    h, vx, n_frames = 0.1, 0.3, 40
+    state0 = np.r_[1.0, 0, 0, 0, 0, 0, HALF + h, 0, 0, 0, vx, 0, 0]
+    t_land = np.sqrt(2 * h / G)
+    pre = np.r_[1.0, 0, 0, 0, vx * t_land, 0, HALF, 0, 0, 0, vx, 0, -G * t_land]
+    params = np.array([0.7, 0.0, 0.5, 1.0])
+    post = window(jnp.asarray(pre, jnp.float32), jnp.asarray(params, jnp.float32))
+    frames = hybrid_tosses(
+        make_toss_sim(), rigid_cube_window, state0[None], params, n_frames, rest_params=np.array([0.3, 0.01, 1.0]),
+        every_impact=True,
+    )[0]  # fmt: skip
+    t = np.arange(n_frames) * FRAME_DT
+    t_out = t_land + WINDOW
+    v_up = float(post[12])
+    flying = (t > t_out) & (t < t_out + 2 * v_up / G)  # after the window, before the next landing
+    assert flying.sum() >= 3
+    want = np.array([free_flight(post, tt - t_out) for tt in t[flying]])
+    assert np.abs(frames[flying, 4:7] - want[:, 4:7]).max() < HYBRID_RIGID_TOL
