@@ -37,14 +37,13 @@ import argparse
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from clashx.baselines import identify_rigid_impacts, impact_speed_errors, rigid_posts, speed_vectors
+from clashx.baselines import identify_rigid_impacts, impact_posts, impact_speed_errors, speed_vectors
 from clashx.core import write_json
 from clashx.events import data_path, ingest_cube_tosses
 from clashx.learn import identify_cube
-from clashx.scenes import RIGID_NAMES
+from clashx.scenes import RIGID_NAMES, rigid_cube_window
 from clashx.surrogate import shipped_cube_surrogate
 
 BLEND_WEIGHTS = np.linspace(0.0, 1.0, 21)
@@ -55,11 +54,6 @@ def _take(ev: dict, idx: np.ndarray) -> dict:
         k: (v[idx] if isinstance(v, np.ndarray) and v.ndim and len(v) == len(ev["toss_id"]) else v)
         for k, v in ev.items()
     }
-
-
-def _surrogate_post(model, pre: np.ndarray, params) -> np.ndarray:
-    out = jax.jit(jax.vmap(model, in_axes=(0, None)))(jnp.asarray(pre, jnp.float32), jnp.asarray(params, jnp.float32))
-    return np.asarray(out, np.float64)
 
 
 NAMES = ", ".join(RIGID_NAMES)
@@ -96,10 +90,10 @@ def main() -> None:
         )
         real = ev["post_state"]
         preds = {
-            "surrogate, fit": _surrogate_post(surrogate, ev["pre_state"], p_sur),
-            "rigid, fit": rigid_posts(ev["pre_state"], p_rig)[0],
-            "surrogate, ceiling": _surrogate_post(surrogate, ev["pre_state"], p_sur_c),
-            "rigid, ceiling": rigid_posts(ev["pre_state"], p_rig_c)[0],
+            "surrogate, fit": impact_posts(surrogate, ev["pre_state"], p_sur)[0],
+            "rigid, fit": impact_posts(rigid_cube_window, ev["pre_state"], p_rig)[0],
+            "surrogate, ceiling": impact_posts(surrogate, ev["pre_state"], p_sur_c)[0],
+            "rigid, ceiling": impact_posts(rigid_cube_window, ev["pre_state"], p_rig_c)[0],
         }
         rows = {k: impact_speed_errors(p, real) for k, p in preds.items()}
         u_s, u_r = speed_vectors(preds["surrogate, ceiling"]), speed_vectors(preds["rigid, ceiling"])

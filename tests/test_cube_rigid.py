@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx.baselines import identify_rigid_impacts, impact_speed_errors, rigid_posts
-from clashx.scenes import CUBE_INERTIA, CUBE_MASS, HALF, WINDOW, quat_exp, quat_to_mat, rigid_cube_window
+from clashx.baselines import identify_rigid_impacts, impact_posts, impact_speed_errors
+from clashx.scenes import CORNER_SIGNS, CUBE_INERTIA, CUBE_MASS, HALF, WINDOW, quat_exp, quat_to_mat, rigid_cube_window
 from clashx.scenes._cube_rigid import STEPS
 
 G = 9.81
@@ -27,8 +27,7 @@ def _flat(v):
 @pytest.fixture(scope="module")
 def corner_impact():
     q = np.asarray(quat_exp(jnp.array([0.3, 0.5, 0.1])))
-    corners = HALF * np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
-    z0 = -(corners @ np.asarray(quat_to_mat(jnp.asarray(q))).T)[:, 2].min()
+    z0 = -(HALF * CORNER_SIGNS @ np.asarray(quat_to_mat(jnp.asarray(q))).T)[:, 2].min()
     return np.r_[q, 0, 0, z0, 1.0, 2.0, 0.0, 1.0, 0.0, -1.5]
 
 
@@ -67,12 +66,14 @@ def test_identify_rigid_recovers_its_own_impacts(corner_impact):
     pre = np.tile(corner_impact, (6, 1))
     pre[:, 10:12] += rng.normal(0, 0.5, (6, 2))  # other throws at the same touch-down
     truth = np.array([0.3, 0.5, 0.2, 1.5])
-    post = rigid_posts(pre, truth)[0]
+    post = impact_posts(rigid_cube_window, pre, truth)[0]
     params, loss = identify_rigid_impacts(pre, post, key=jax.random.PRNGKey(0))  # one search stalls at 0.23
     assert loss < RECOVER_TOL
     assert params[2] == pytest.approx(truth[2], abs=0.02)  # μ and the inertia are what the impacts pin
     assert params[3] == pytest.approx(truth[3], abs=0.1)
-    assert impact_speed_errors(rigid_posts(pre, params)[0], post).mean() == pytest.approx(loss, abs=1e-6)
+    assert impact_speed_errors(impact_posts(rigid_cube_window, pre, params)[0], post).mean() == pytest.approx(
+        loss, abs=1e-6
+    )
 
 
 def test_identify_rigid_rejects_mismatched_impacts():

@@ -15,9 +15,9 @@ from ._cube_fit import fit_between_impacts as fit_between_impacts
 from ._cube_fit import identify_rigid_impacts as identify_rigid_impacts
 from ._cube_fit import identify_sysid as identify_sysid
 from ._cube_fit import identify_trajectory_mjx as identify_trajectory_mjx
+from ._cube_fit import impact_posts as impact_posts
 from ._cube_fit import impact_speed_errors as impact_speed_errors
 from ._cube_fit import pad_tracks as pad_tracks
-from ._cube_fit import rigid_posts as rigid_posts
 from ._cube_fit import rollout_c as rollout_c
 from ._cube_fit import speed_vectors as speed_vectors
 from ._cube_fit import trajectory_errors as trajectory_errors

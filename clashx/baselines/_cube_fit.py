@@ -334,9 +334,6 @@ def fit_between_impacts(
     return np.asarray(sim.space.from_unit(jnp.asarray(u)), np.float64), cost, history
 
 
-_rigid_batch = jax.jit(jax.vmap(jax.vmap(rigid_cube_window, in_axes=(0, None)), in_axes=(None, 0)))
-
-
 def speed_vectors(states: Float[np.ndarray, "... 13"]) -> np.ndarray:
     """Toss states (..., 13) -> speed vectors (..., 6): (v, r ω world), m/s, r = √(I/m) the cube's radius of gyration."""
     states = np.asarray(states, np.float64)
@@ -354,10 +351,21 @@ def impact_speed_errors(pred: Float[np.ndarray, "... 13"], real: Float[np.ndarra
     return np.linalg.norm(u_p - u_r, axis=-1) / np.maximum(np.linalg.norm(u_r, axis=-1), 1e-12)
 
 
-def rigid_posts(pre: Float[np.ndarray, "n 13"], params: Float[np.ndarray, "k 4"]) -> np.ndarray:
-    """The rigid law's post-window states (k, n, 13) of impacts `pre` at k parameter vectors (one jitted call)."""
+@eqx.filter_jit
+def _posts(impact, pre, params):
+    return jax.vmap(lambda p: jax.vmap(lambda s: impact(s, p))(pre))(params)
+
+
+def impact_posts(
+    impact: Callable, pre: Float[np.ndarray, "n 13"], params: Float[np.ndarray, "p"] | Float[np.ndarray, "k p"]
+) -> np.ndarray:
+    """The post-window states (k, n, 13) of impacts `pre` under a handler at k parameter vectors (one jitted call).
+
+    `impact` is any handler of the hybrid rule, `(pre_state (13,), params) -> state WINDOW later`: a
+    `CubeSurrogate` or the rigid law `clashx.scenes.rigid_cube_window`; `params` (p,) gives k = 1.
+    """
     pre_j = jnp.asarray(pre, jnp.float32)
-    return np.asarray(_rigid_batch(pre_j, jnp.asarray(np.atleast_2d(params), jnp.float32)), np.float64)
+    return np.asarray(_posts(impact, pre_j, jnp.asarray(np.atleast_2d(params), jnp.float32)), np.float64)
 
 
 def identify_rigid_impacts(
@@ -384,7 +392,7 @@ def identify_rigid_impacts(
         raise ValueError(f"identify_rigid_impacts: pre {pre.shape} and post {post.shape} must both be (n ≥ 1, 13)")
 
     def losses(u: np.ndarray) -> np.ndarray:
-        return impact_speed_errors(rigid_posts(pre, rigid_from_unit(u)), post).mean(-1)
+        return impact_speed_errors(impact_posts(rigid_cube_window, pre, rigid_from_unit(u)), post).mean(-1)
 
     u, loss, _ = cmaes_in_box(
         losses, np.full(4, 0.5), key=key, population=population, generations=generations, std_init=0.25,

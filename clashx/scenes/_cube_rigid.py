@@ -109,9 +109,3 @@ def rigid_from_unit(u: Float[np.ndarray, "... 4"]) -> np.ndarray:
     """Rigid-law parameters from the unit box (linear in every one)."""
     low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
     return low + np.asarray(u, np.float64) * (high - low)
-
-
-def rigid_to_unit(p: Float[np.ndarray, "... 4"]) -> np.ndarray:
-    """The unit-box coordinates of rigid-law parameters."""
-    low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
-    return (np.asarray(p, np.float64) - low) / (high - low)

@@ -38,8 +38,8 @@ from ..baselines import (
     identify_rigid_impacts,
     identify_sysid,
     identify_trajectory_mjx,
+    impact_posts,
     impact_speed_errors,
-    rigid_posts,
     rollout_c,
     trajectory_errors,
 )
@@ -56,7 +56,7 @@ from ..scenes import (
     rigid_cube_window,
     simulate_tosses_c,
 )
-from ..surrogate import CubeSurrogate, load_cube_surrogate, shipped_cube_surrogate
+from ..surrogate import load_cube_surrogate, shipped_cube_surrogate
 
 METHODS = (
     "mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "clashx_rigid", "oracle_first_post",
@@ -219,7 +219,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     surrogate = load_cube_surrogate(config.surrogate) if config.surrogate else shipped_cube_surrogate()
     p_imp, _ = identify_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], key=k_id)
     tuned, report = finetune_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], p_imp, key=k_ft)
-    post_fit = _surrogate_post(tuned, fit["pre_state"], p_imp)
+    post_fit = impact_posts(tuned, fit["pre_state"], p_imp)[0]
     log(f"  clashx: fine-tuning {report['steps']} steps; MJX's post-impact parameters by Levenberg-Marquardt …")
     p_rest, _ = identify_trajectory_mjx(
         sim,
@@ -256,7 +256,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True, return_stats=True
     )
     timing["clashx_rollout_s"] = time.perf_counter() - t0
-    post_cx = _surrogate_post(tuned, evs["pre_state"], p_imp)
+    post_cx = impact_posts(tuned, evs["pre_state"], p_imp)[0]
     landings = {k: float(np.mean(v)) for k, v in fired.items()} | {
         "real_impacts_per_toss": float(np.mean(np.isin(every_e["toss_id"], evs["toss_id"]).sum() / n_eval)),
     }
@@ -280,7 +280,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         k_rig, k_rig_rest, k_rig_between = jax.random.split(jax.random.fold_in(key, 7), 3)
         p_rig, rig_loss = identify_rigid_impacts(fit_all["pre_state"], fit_all["post_state"], key=k_rig)
         p_rig_lm, _ = identify_trajectory_mjx(
-            sim, rigid_posts(fit["pre_state"], p_rig)[0], fit["t_impact"] + WINDOW, fit_tracks, key=k_rig_rest,
+            sim, impact_posts(rigid_cube_window, fit["pre_state"], p_rig)[0], fit["t_impact"] + WINDOW, fit_tracks, key=k_rig_rest,
             n_starts=config.mjx_starts, iterations=config.mjx_iterations, init=p_imp,
         )  # fmt: skip
         p_rig_rest = p_rig_lm
@@ -294,7 +294,9 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
             sim, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
         )
         extra = {"rest_params": p_rig_rest.tolist(), "rigid_fit_loss": rig_loss, "rigid_names": list(RIGID_NAMES)}
-        record("clashx_rigid", p_rig, tracks_rig, rigid_posts(evs["pre_state"], p_rig)[0], t_fit, extra)
+        record(
+            "clashx_rigid", p_rig, tracks_rig, impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0], t_fit, extra
+        )
     if "oracle_first_post" in config.methods:
         from_post = hybrid_tosses(sim, tuned, evs["post_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True)
         tracks_or = _after_first_window(tracks_cx, from_post, evs["t_impact"] + WINDOW)
@@ -335,11 +337,6 @@ def _after_first_window(tracks: np.ndarray, from_post: np.ndarray, t_post: np.nd
         mix[:, :4] /= np.linalg.norm(mix[:, :4], axis=1, keepdims=True)
         out[i, after] = mix
     return out
-
-
-def _surrogate_post(model: CubeSurrogate, pre: np.ndarray, params: np.ndarray) -> np.ndarray:
-    out = jax.jit(jax.vmap(model, in_axes=(0, None)))(jnp.asarray(pre, jnp.float32), jnp.asarray(params, jnp.float32))
-    return np.asarray(out, np.float64)
 
 
 def _mjx_rollouts(sim, states0: np.ndarray, params: np.ndarray, n_frames: int) -> np.ndarray:
