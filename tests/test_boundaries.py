@@ -6,6 +6,7 @@ Each test asserts the exit code, the message's key words, and that the inputs ar
 
 from __future__ import annotations
 
+import argparse
 import glob
 import json
 import os
@@ -591,3 +592,32 @@ def test_a_pair_model_refuses_a_scene_whose_mjcf_changed(ball_events, tmp_path, 
     )
     _fails(["predict", "--scene", f"{scene}:BigBall", "--model", ball_events["model"], "--events",
             ball_events["events"], "--out", tmp_path / "p.npz"], capsys, "trained on another MJCF")  # fmt: skip
+
+
+def test_an_error_raised_while_unwinding_a_stop_is_the_stop(capsys):
+    """SIGTERM inside np.savez leaves its zip writer open; closing it raises ValueError over the stop.  That is
+    still the stop (143, resumable), not an error (2): CI once saw exactly this race."""
+    from clashx.workflows._boundary import Terminated, run_guarded
+
+    def stopped_mid_write(a):
+        try:
+            raise Terminated
+        finally:
+            raise ValueError("Can't close the ZIP file while there is an open writing handle on it.")
+
+    def interrupted_mid_write(a):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise OSError("seek of closed file")
+
+    assert run_guarded(argparse.Namespace(command="generate", func=stopped_mid_write), "clashx generate") == 143
+    assert "stopped (SIGTERM); rerun the same command to resume" in capsys.readouterr().err
+    assert run_guarded(argparse.Namespace(command="identify", func=interrupted_mid_write), "clashx identify") == 130
+    assert "stopped (Ctrl-C); no output was half-written" in capsys.readouterr().err
+
+    def plain_error(a):
+        raise ValueError("bad row 3")
+
+    assert run_guarded(argparse.Namespace(command="identify", func=plain_error), "clashx identify") == 2
+    assert "error: bad row 3" in capsys.readouterr().err

@@ -74,22 +74,44 @@ def run_guarded(a: argparse.Namespace, command: str) -> int:
         check_outputs_apart(outputs, _paths(a, INPUT_FLAGS) | _scene_file(a))
         with output_lock(outputs, command), block_override(getattr(a, "block_size", None)):
             return a.func(a)
-    except (ValueError, RuntimeError) as e:
-        message = str(e)
-    except MemoryError:
-        message = "out of memory; ask for less at once (fewer worlds or events, a shorter time, a smaller --block-size)"
-    except OSError as e:
-        message = _os_message(e)
+    except (ValueError, RuntimeError, MemoryError, OSError) as e:
+        stop = _stop_behind(e)
+        if stop is not None:  # raised while unwinding a stop (e.g. a zip writer closed mid-entry by np.savez)
+            return _stopped(a, stop)
+        if isinstance(e, MemoryError):
+            message = (
+                "out of memory; ask for less at once (fewer worlds or events, a shorter time, a smaller --block-size)"
+            )
+        elif isinstance(e, OSError):
+            message = _os_message(e)
+        else:
+            message = str(e)
     except (KeyboardInterrupt, Terminated) as e:
-        again = "rerun the same command to resume" if a.command in RESUMABLE else "no output was half-written"
-        how = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
-        print(f"\nclashx {a.command}: stopped ({how}); {again}", file=sys.stderr)
-        return 130 if isinstance(e, KeyboardInterrupt) else 143
+        return _stopped(a, e)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     print(f"clashx {a.command}: error: {message}", file=sys.stderr)
     return 2
+
+
+def _stop_behind(e: BaseException | None) -> BaseException | None:
+    """The Ctrl-C or SIGTERM an error was raised while handling, if any (its `__context__` chain)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, (KeyboardInterrupt, Terminated)):
+            return e
+        seen.add(id(e))
+        e = e.__context__
+    return None
+
+
+def _stopped(a: argparse.Namespace, e: BaseException) -> int:
+    """Report a stop (Ctrl-C: 130, SIGTERM: 143) and what the user can do."""
+    again = "rerun the same command to resume" if a.command in RESUMABLE else "no output was half-written"
+    how = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
+    print(f"\nclashx {a.command}: stopped ({how}); {again}", file=sys.stderr)
+    return 130 if isinstance(e, KeyboardInterrupt) else 143
 
 
 def _os_message(e: OSError) -> str:
