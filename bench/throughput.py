@@ -1,7 +1,8 @@
 """Throughput of every engine at every batch size: contact-phase collisions/s and rest poses/s, compile apart.
 
     python bench/throughput.py [--shape square] [--max-batch 256] [--targets 8] [--generate-n N]
-                               [--epochs 20] [--json OUT]
+                               [--epochs 20] [--sizes 16,64] [--engines E,..]
+                               [--parts engines,cmaes,pipeline] [--json OUT]
 
 For each batch size from 16 up to `--max-batch` (×4 steps; default 256 on a CPU,
 65536 on an accelerator), on the same seeded strikes and the prior's nominal
@@ -147,12 +148,22 @@ def pipeline(shape: str, n: int, epochs: int, seed: int, report=print) -> dict:
     return {"generate": {"n": n, "engine": engine, "s": t_gen}, "pretrain": {"epochs": epochs, "s": t_pre}}
 
 
-def run(shape: str, max_batch: int, repeats: int, budget: float, seed: int, report=print) -> dict:
-    """Every engine at batch sizes 16, 64, ... up to `max_batch`; returns the figures (module docs)."""
+def run(
+    shape: str,
+    max_batch: int,
+    repeats: int,
+    budget: float,
+    seed: int,
+    report=print,
+    *,
+    sizes: tuple[int, ...] = (16, 64, 256, 1024, 4096, 16384, 65536),
+    engines: tuple[str, ...] = CONTACT_ENGINES + REST_ENGINES,
+) -> dict:
+    """Every engine (of `engines`) at batch sizes `sizes` up to `max_batch`; returns the figures (module docs)."""
     sim = make_strike_sim(shape)
     params = np.asarray(sim.space.vector(), np.float64)
     handler = clashx.shipped_surrogate(shape)
-    sizes = [n for n in (16, 64, 256, 1024, 4096, 16384, 65536) if n <= max_batch]
+    sizes = tuple(n for n in sizes if n <= max_batch)
     all_strikes = np.asarray(sample_strikes(max(sizes), key=jax.random.PRNGKey(seed)), np.float64)
     sims: dict = {}
     rows = []
@@ -160,7 +171,8 @@ def run(shape: str, max_batch: int, repeats: int, budget: float, seed: int, repo
     for n in sizes:
         strikes = all_strikes[:n]
         batch_params = np.broadcast_to(params, (n, len(params))).copy()
-        for kind, engine in [("contact", e) for e in CONTACT_ENGINES] + [("rest", e) for e in REST_ENGINES]:
+        kinds = [("contact", e) for e in CONTACT_ENGINES] + [("rest", e) for e in REST_ENGINES]
+        for kind, engine in [(k, e) for k, e in kinds if e in engines]:
             per = last.get((kind, engine))
             if per is not None and per * n * (1 + repeats) > budget:
                 rows.append({"kind": kind, "engine": engine, "n": n, "skipped": f"over --budget {budget:g} s"})
@@ -202,17 +214,41 @@ def main() -> None:
     ap.add_argument("--generate-n", type=int, help="strikes to generate (default 5000 on a CPU, 100000 otherwise)")
     ap.add_argument("--epochs", type=int, default=20, help="pretraining epochs on them (default 20)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--sizes", help="batch sizes, comma-separated (default 16, 64, ... up to --max-batch)")
+    ap.add_argument("--engines", help="engines of the engines part, comma-separated (default all)")
+    ap.add_argument("--parts", default="engines,cmaes,pipeline", help="which parts, comma-separated (default all)")
+    ap.add_argument("--json", help="write the figures here (rewritten after each part)")
     a = ap.parse_args()
+    parts = [p for p in a.parts.split(",") if p]
+    unknown = sorted(set(parts) - {"engines", "cmaes", "pipeline"})
+    if unknown:
+        ap.error(f"--parts: unknown {', '.join(unknown)}; choose from engines, cmaes, pipeline")
+    known = CONTACT_ENGINES + REST_ENGINES
+    engines = tuple(a.engines.split(",")) if a.engines else known
+    if set(engines) - set(known):
+        ap.error(f"--engines: unknown {', '.join(sorted(set(engines) - set(known)))}; choose from {', '.join(known)}")
+    try:
+        sizes = tuple(int(n) for n in a.sizes.split(",")) if a.sizes else (16, 64, 256, 1024, 4096, 16384, 65536)
+    except ValueError:
+        ap.error(f"--sizes {a.sizes!r}: give whole numbers separated by commas, e.g. 1024,4096")
     cpu = jax.default_backend() == "cpu"
     max_batch = a.max_batch or (256 if cpu else 65536)
-    result = run(a.shape, max_batch, a.repeats, a.budget, a.seed)
-    result["cmaes"] = cmaes(a.shape, a.targets or (8 if cpu else 64), a.generations, a.seed)
-    result["pipeline"] = pipeline(a.shape, a.generate_n or (5000 if cpu else 100_000), a.epochs, a.seed)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(result, f, indent=1)
-        print(f"-> {a.json}")
+    result: dict = {"device": str(jax.devices()[0]), "backend": jax.default_backend()}
+
+    def save() -> None:
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(result, f, indent=1)
+            print(f"-> {a.json}", flush=True)
+
+    for part in parts:  # in the order given, the JSON rewritten after each
+        if part == "engines":
+            result.update(run(a.shape, max_batch, a.repeats, a.budget, a.seed, sizes=sizes, engines=engines))
+        elif part == "cmaes":
+            result["cmaes"] = cmaes(a.shape, a.targets or (8 if cpu else 64), a.generations, a.seed)
+        else:
+            result["pipeline"] = pipeline(a.shape, a.generate_n or (5000 if cpu else 100_000), a.epochs, a.seed)
+        save()
 
 
 if __name__ == "__main__":

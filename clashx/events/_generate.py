@@ -62,7 +62,7 @@ class GenerateConfig:
             accelerator several chunks are simulated as one batch (the batching policy's
             `clashx.core.block_size`); the data depend on the seed and chunk size only.
         engine: "mjx" (jit + vmap on the JAX device), "c" (MuJoCo C on all CPU cores) or
-            "auto" (`clashx.core._engine.resolve_engine`: "c" where JAX has only a CPU, else "mjx").
+            "auto" (`clashx.core._engine.resolve_engine`: "mjx" on a GPU, else "c").
         to_rest: also simulate the slide to rest (strike scene).
         params: simulate every event with these values of the scene's space (e.g. to stand in
             for a lab); default (): a draw from its prior per event.

@@ -45,7 +45,7 @@ class LocalDistilConfig:
         steps: Adam steps; batch: strikes per step; lr: learning rate.
         engine: where the fresh strikes are simulated: "c" (MuJoCo C on every core), "mjx" (one
             vmap on the JAX device, as the batching policy allows) or "auto" ("c" where JAX has only
-            a CPU, "mjx" on a GPU/TPU: `clashx.core.resolve_engine`); the report names the one that ran.
+            a CPU or TPU, "mjx" on a GPU: `clashx.core.resolve_engine`); the report names the one that ran.
     """
 
     n: int = 4096

@@ -258,13 +258,13 @@ def _real_data_args(p: argparse.ArgumentParser, real_help: str, select_help: str
 
 
 def _engine_flag(p: argparse.ArgumentParser, cpu: str, accelerator: str, detail: str) -> None:
-    """`--engine auto|CPU|ACCELERATOR` (auto resolves to `cpu` where JAX has only a CPU, `core._engine`) and
+    """`--engine auto|CPU|ACCELERATOR` (auto resolves to `accelerator` on a GPU, else `cpu`: `core._engine`) and
     `--block-size` (overrides the batching policy, `clashx.core.block_size`)."""
     p.add_argument(
         "--engine",
         choices=("auto", cpu, accelerator),
         default="auto",
-        help=f"auto (default): {cpu} where JAX has only a CPU, {accelerator} on a GPU/TPU; {detail}. "
+        help=f"auto (default): {accelerator} on a GPU, {cpu} on a CPU or TPU (MJX measured slower there); {detail}. "
         "The engine that ran is printed",
     )
     p.add_argument(

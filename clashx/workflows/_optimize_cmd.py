@@ -98,7 +98,7 @@ def run_optimize(
     the CMA-ES states vmapped over targets, each generation's targets × population rollouts one batch).
 
     `engine` is "cpu-hybrid", "mjx-hybrid" or "auto" (`clashx.core._engine.resolve_engine`:
-    the CPU hybrid where JAX has only a CPU); the result names the engine that ran.  Target i
+    the MJX hybrid on a GPU, else the CPU hybrid); the result names the engine that ran.  Target i
     is searched with key `jax.random.split(PRNGKey(seed), t)[i]`.
 
     Returns:
