@@ -18,8 +18,7 @@ over its recorded frames (`clashx.workflows._cube_pipeline`):
   clashx_first       the same fit; only the first impact through the surrogate, MJX after its window
   clashx_rigid       hybrid rollout as clashx's, every landing through the second impact family instead: a rigid
                      cube under an algebraic impulse law (restitution e_n, e_t, Coulomb μ, the cube's inertia;
-                     clashx.scenes.rigid_cube_window) fitted by CMA-ES on every impact of the fit tosses; ~3× the
-                     time of clashx (its handler runs on every MJX step), so only with --methods naming it
+                     clashx.scenes.rigid_cube_window) fitted by CMA-ES on every impact of the fit tosses
   oracle_first_post  a bound, not a method: clashx's every-impact rollout from each evaluated toss's measured
                      state at the end of its first impact window (what a perfect first impact would give)
 
@@ -48,7 +47,6 @@ import jax
 
 from clashx.events import data_path
 from clashx.workflows import (
-    DEFAULT_METHODS,
     METHODS,
     CubeTossConfig,
     plot_tosses,
@@ -69,9 +67,7 @@ def main() -> None:
     ap.add_argument(
         "--rest-generations", type=int, default=6, help="CMA-ES generations of clashx's between-impact refit (0: off)"
     )
-    ap.add_argument(
-        "--methods", default=",".join(DEFAULT_METHODS), help=f"comma-separated subset of {','.join(METHODS)}"
-    )
+    ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--plot", default=None, help="PNG of a few tosses, real against each method")
     a = ap.parse_args()

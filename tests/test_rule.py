@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from clashx.hybrid import full_rollouts_c, rollouts, rollouts_c
-from clashx.hybrid._rule import OFF_MARGIN, switched
+from clashx.hybrid._rule import OFF_MARGIN, predict, sparse_block, sparse_predict, switched
 from clashx.scenes import _pair_state as ps
 from clashx.scenes import load_scene
 
@@ -169,6 +169,32 @@ def test_the_pairs_contact_is_switched_off_in_one_world_only(ball):
     assert len(rows) == 1 and m.pair_margin[rows[0]] == 0.0
     both = jax.vmap(lambda off: switched(model, rows, off).pair_margin)(jnp.array([True, False]))
     np.testing.assert_array_equal(np.asarray(both)[:, rows[0]], [OFF_MARGIN, 0.0])
+
+
+@pytest.mark.parametrize("n_touch", [0, 3, 10])
+def test_the_batch_evaluates_the_handler_only_where_a_world_touches(ball, n_touch):
+    """`sparse_predict` (none, a gathered few, or all of 40 worlds) against the handler on every world, values and
+    reverse-mode derivatives."""
+    n = 40
+    assert sparse_block(n) == 4  # 3 of 40 take the gathered branch, 10 the full one
+    handler = Bounce(ball.window, RESTITUTION)
+    rng = np.random.default_rng(1)
+    pre = jnp.asarray(rng.normal(size=(n, 6)), jnp.float32)
+    idle = jnp.asarray(rng.normal(size=(n, 6)), jnp.float32)
+    params = jnp.asarray(np.tile(ball.space.vector(dampratio=0.5), (n, 1)) + rng.uniform(0, 0.2, (n, 1)), jnp.float32)
+    touch = jnp.zeros(n, bool).at[rng.choice(n, n_touch, replace=False)].set(True)
+
+    def dense(p):
+        return jnp.where(touch[:, None], jax.vmap(lambda x, q: predict(ball, handler, x, q))(pre, p), idle)
+
+    def sparse(p):
+        return sparse_predict(ball, handler, p, touch, pre, idle)
+
+    np.testing.assert_allclose(np.asarray(jax.jit(sparse)(params)), np.asarray(dense(params)), rtol=1e-6, atol=1e-6)
+    g_sparse = jax.jit(jax.grad(lambda p: jnp.sum(sparse(p) ** 2)))(params)
+    g_dense = jax.grad(lambda p: jnp.sum(dense(p) ** 2))(params)
+    np.testing.assert_allclose(np.asarray(g_sparse), np.asarray(g_dense), rtol=1e-5, atol=1e-6)
+    assert (np.abs(np.asarray(g_sparse)).sum(1) > 0).sum() == n_touch
 
 
 def test_jacfwd_through_the_mjx_hybrid_matches_central_differences(ball):

@@ -23,6 +23,9 @@ It serves every scene through the hooks of `clashx.scenes.AbstractImpactScene`:
    the predicted state (moved on by the part of a step past the window's end),
    its contacts come back, and the rule re-arms once the pair has been apart again.
 
+In a batch (`rollouts`) the handler is evaluated only where a world touches
+(`sparse_predict`): under `vmap` alone it would run on every world at every step.
+
 Within a window the pair's own state is not the engine's business: it is
 reported as the interpolation between the pre- and post-impact states
 (`observe`), and set at the window's end.  A scene whose pair never rests on
@@ -142,10 +145,29 @@ def init_state(system: HybridSystem, qpos: Float[Array, " nq"], qvel: Float[Arra
     return HybridState(data, init_rule(system.scene, data.qpos, data.qvel))
 
 
+def predict(scene: AbstractImpactScene, handler: Handler, pre, params) -> Float[Array, " d"]:
+    """The handler's pair state a window after the pre-impact pair state `pre` (one world)."""
+    return jnp.asarray(scene.impact_output(pre, handler(scene.impact_input(pre), params)), pre.dtype)
+
+
+def impact_pre(scene: AbstractImpactScene, rule: RuleState, qpos, qvel, time):
+    """(whether an impact begins at this state, the pair state the handler is shown): the crossing's
+    interpolated state where one begins, the last impact's pre-impact state elsewhere."""
+    now, sep = seen(scene, rule, qpos, qvel, time)
+    touch, _, _ = watch(scene, rule, sep, time)
+    return touch, jnp.where(touch, scene.interpolate(rule.last, now, crossing(rule.sep, sep)), rule.pre)
+
+
 def apply_rule(
-    scene: AbstractImpactScene, handler: Handler, params, rule: RuleState, qpos, qvel, time
+    scene: AbstractImpactScene, handler: Handler, params, rule: RuleState, qpos, qvel, time, *, post=None
 ) -> tuple[RuleState, Float[Array, " nq"], Float[Array, " nv"], Bool[Array, ""]]:
     """The rule on one world's state after a step (module doc, 2-4); before the engine's next step.
+
+    Args:
+        post: the handler's prediction from this state's `impact_pre`, when the caller has it (a
+            batch evaluates the handler only where a world touches: `sparse_predict`); default:
+            evaluated here, on the last impact's state off an impact (its value is discarded, its
+            gradients stay finite).
 
     Returns:
         (the rule's new memory, the (qpos, qvel) to step from, whether the rule acted: an impact
@@ -155,9 +177,8 @@ def apply_rule(
     now, sep = seen(scene, rule, qpos, qvel, time)
     touch, ending, apart = watch(scene, rule, sep, time)
     frac = crossing(rule.sep, sep)
-    # off an impact the handler sees the last impact's state: its value is discarded, its gradients stay finite
     pre = jnp.where(touch, scene.interpolate(rule.last, now, frac), rule.pre)
-    post = jnp.asarray(scene.impact_output(pre, handler(scene.impact_input(pre), params)), now.dtype)
+    post = predict(scene, handler, pre, params) if post is None else jnp.asarray(post, now.dtype)
     post, clamped = limit_energy(scene, pre, post)
     finite = jnp.all(jnp.isfinite(post))
     hit = touch & finite  # a non-finite prediction leaves the impact to the engine's contact (counted)
@@ -230,18 +251,21 @@ def switched(model: mjx.Model, rows: tuple[int, ...], off: Bool[Array, ""]) -> m
     return model.replace(pair_margin=margin)
 
 
-def hybrid_step(system: HybridSystem, state: HybridState) -> HybridState:
+def hybrid_step(system: HybridSystem, state: HybridState, *, post=None) -> HybridState:
     """One hybrid step of one world: the rule, then `mjx.step` of the engine's model.  vmap over worlds.
 
     Args:
         system: from `hybrid_system`.
         state: from `init_state`, or the last step.
+        post: the handler's prediction at this state, when the caller has it (`apply_rule`).
 
     Returns:
         The state one step (`scene.dt`) later.
     """
     scene, d = system.scene, state.data
-    rule, qpos, qvel, _ = apply_rule(scene, system.handler, system.params, state.rule, d.qpos, d.qvel, d.time)
+    rule, qpos, qvel, _ = apply_rule(
+        scene, system.handler, system.params, state.rule, d.qpos, d.qvel, d.time, post=post
+    )
     model = switched(system.model, scene.switch_rows, rule.phase == WINDOW)
     return HybridState(mjx.step(model, d.replace(qpos=qpos, qvel=qvel)), rule)
 
@@ -311,7 +335,13 @@ def rollouts(
     states = jax.vmap(lambda m, p, q, v: init_state(system(m, p), q, v), in_axes=(axes, 0, 0, 0))(
         models, params, jnp.asarray(qpos), jnp.asarray(qvel)
     )
-    step = jax.vmap(lambda m, p, s: hybrid_step(system(m, p), s), in_axes=(axes, 0, 0))
+    one = jax.vmap(lambda m, p, s, po: hybrid_step(system(m, p), s, post=po), in_axes=(axes, 0, 0, 0))
+    shown_pre = jax.vmap(lambda s: impact_pre(scene, s.rule, s.data.qpos, s.data.qvel, s.data.time))
+
+    def step(models, params, s):  # the handler only where a world touches (`sparse_predict`), then each world's step
+        touch, pre = shown_pre(s)
+        return one(models, params, s, sparse_predict(scene, handler, params, touch, pre, s.rule.post))
+
     if record_every:
         if until_rest:
             raise ValueError("rollouts: record_every needs until_rest=False (a fixed number of steps)")
@@ -333,6 +363,41 @@ def rollouts(
         return (k < n_steps) & ~jnp.all(resting(scene, s.rule.phase, s.data.qvel))
 
     return jax.lax.while_loop(go_on, lambda c: (step(models, params, c[0]), c[1] + 1), (states, jnp.array(0)))
+
+
+def sparse_predict(scene: AbstractImpactScene, handler: Handler, params, touch, pre, idle) -> Float[Array, "n d"]:
+    """The handler's predictions for a batch of worlds at one step, evaluated only where one touches.
+
+    Under `vmap` a handler inside the per-world rule runs on every world at every step;
+    impacts are rare, so the batch evaluates it (`lax.switch`) not at all when no world
+    touches, on `sparse_block(n)` gathered worlds when few do, and on every world when
+    more do.  Jit, grad and jacfwd go through.
+
+    Args:
+        params: (n, p) the handler's parameters; touch: (n,) whether each world's impact begins;
+        pre: (n, d) each world's `impact_pre` state; idle: (n, d) the value where a world does not touch.
+
+    Returns:
+        (n, d): `predict` where `touch`, `idle` elsewhere.
+    """
+    n, k = touch.shape[0], sparse_block(touch.shape[0])
+    every = jax.vmap(lambda x, p: predict(scene, handler, x, p))
+
+    def some():
+        idx = jnp.nonzero(touch, size=k, fill_value=n)[0]  # n past the end: dropped by the scatter
+        at = jnp.minimum(idx, n - 1)
+        return idle.at[idx].set(every(pre[at], params[at]).astype(idle.dtype), mode="drop")
+
+    def all_():
+        return jnp.where(touch[:, None], every(pre, params).astype(idle.dtype), idle)
+
+    count = jnp.sum(touch)
+    return jax.lax.switch(jnp.where(count == 0, 0, jnp.where(count <= k, 1, 2)), (lambda: idle, some, all_))
+
+
+def sparse_block(n: int) -> int:
+    """Worlds `sparse_predict` gathers when few of `n` touch at once (above it, all are evaluated)."""
+    return min(n, max(4, -(-n // 16)))
 
 
 # --- MuJoCo C: the same rule between steps ----------------------------------------------------------

@@ -1,6 +1,5 @@
 """The edges: the CLI, the demo, file-level jobs, end-to-end pipelines and plots."""
 
-from ._cube_pipeline import DEFAULT_METHODS as DEFAULT_METHODS
 from ._cube_pipeline import METHODS as METHODS
 from ._cube_pipeline import CubeTossConfig as CubeTossConfig
 from ._cube_pipeline import run_cube_toss as run_cube_toss

@@ -61,8 +61,6 @@ from ..surrogate import load_cube_surrogate, shipped_cube_surrogate
 METHODS = (
     "mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "clashx_rigid", "oracle_first_post",
 )  # fmt: skip
-# clashx_rigid's handler runs on every MJX step of the hybrid (its value kept at impacts only): ~3x clashx's time
-DEFAULT_METHODS = tuple(m for m in METHODS if m != "clashx_rigid")
 NOMINAL = (CUBE_FRICTION, 0.02, 1.0)  # dair_pll's friction; MuJoCo's default solref (time constant, damping ratio)
 ALPHAS = (0.1, 0.2)
 # Published (Acosta, Yang & Posa, RA-L 2022): mean position error % width, rotation error deg.
@@ -85,8 +83,7 @@ class CubeTossConfig:
         rest_generations, rest_population: CMA-ES refit of clashx's MJX parameters between impacts through
             the every-impact hybrid on the fit tosses (`fit_between_impacts`); 0 generations keeps the
             Levenberg-Marquardt fit (which `clashx_first` always uses).
-        methods: which of `METHODS` to run (default `DEFAULT_METHODS`: all but `clashx_rigid`, the slowest
-            on a CPU with `mjx_identified`).
+        methods: which of `METHODS` to run (default: all).
     """
 
     tosses: str
@@ -100,7 +97,7 @@ class CubeTossConfig:
     sysid_iters: int = 30
     rest_generations: int = 6
     rest_population: int = 8
-    methods: tuple[str, ...] = DEFAULT_METHODS
+    methods: tuple[str, ...] = METHODS
 
     def __post_init__(self):
         unknown = [m for m in self.methods if m not in METHODS]
