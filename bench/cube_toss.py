@@ -67,6 +67,12 @@ def main() -> None:
     ap.add_argument(
         "--rest-generations", type=int, default=6, help="CMA-ES generations of clashx's between-impact refit (0: off)"
     )
+    ap.add_argument(
+        "--rest-starts",
+        type=int,
+        default=1,
+        help="Levenberg-Marquardt starts of clashx's MJX fit after the impacts (the first from the impact fit)",
+    )
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--plot", default=None, help="PNG of a few tosses, real against each method")
@@ -79,6 +85,7 @@ def main() -> None:
         surrogate=a.surrogate,
         max_eval=a.max_eval,
         rest_generations=a.rest_generations,
+        rest_starts=a.rest_starts,
         methods=tuple(m.strip() for m in a.methods.split(",") if m.strip()),
     )
     print(f"device: {jax.default_backend()} ({jax.devices()[0].device_kind}); seed {a.seed}")

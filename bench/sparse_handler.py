@@ -1,6 +1,6 @@
 """What evaluating the handler only where a world touches saves in a batch of MJX hybrid rollouts.
 
-    python bench/sparse_handler.py [--tosses 80] [--frames 150] [--repeats 2] [--json OUT]
+    python bench/sparse_handler.py [--tosses 80] [--frames 150] [--repeats 2] [--handlers surrogate,rigid] [--json OUT]
 
 Impacts are rare: a cube toss lands three or four times in a second of MJX steps.
 Under `vmap` a handler inside the per-world rule would run on every world at every
@@ -22,23 +22,16 @@ import argparse
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from clashx.core import write_json
 from clashx.events import data_path, ingest_cube_tosses
-from clashx.hybrid import _rule, hybrid_tosses
+from clashx.hybrid import hybrid_tosses
 from clashx.scenes import make_toss_sim, rigid_cube_window
 from clashx.surrogate import shipped_cube_surrogate
 
 RIGID_PARAMS = (0.4, 0.6, 0.3, 1.5)  # e_n, e_t, μ, inertia scale: inside the fitted range (README)
 APART = 1e-3  # a toss whose frames differ by more (m, quaternion, m/s, rad/s) anywhere went its own way
-
-
-def _dense(scene, handler, params, touch, pre, idle):
-    """The handler on every world, its value kept where one touches (what a vmapped per-world rule does)."""
-    every = jax.vmap(lambda x, p: _rule.predict(scene, handler, x, p))(pre, params)
-    return jnp.where(touch[:, None], every.astype(idle.dtype), idle)
 
 
 def _time(fn, repeats: int) -> tuple[float, np.ndarray]:
@@ -56,6 +49,7 @@ def main() -> None:
     ap.add_argument("--tosses", type=int, default=80)
     ap.add_argument("--frames", type=int, default=150)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--handlers", default="surrogate,rigid", help="comma-separated: surrogate, rigid")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
 
@@ -65,10 +59,10 @@ def main() -> None:
     surrogate = shipped_cube_surrogate()
     p_mjx = sim.space.vector()
     cases = {
-        "cube surrogate": (surrogate, p_mjx, None),
-        "rigid law": (rigid_cube_window, np.asarray(RIGID_PARAMS), p_mjx),
+        "surrogate": (surrogate, p_mjx, None),
+        "rigid": (rigid_cube_window, np.asarray(RIGID_PARAMS), p_mjx),
     }
-    sparse = _rule.sparse_predict
+    cases = {k: cases[k] for k in args.handlers.split(",")}
     rows = {}
     print(f"{len(states)} tosses, {args.frames} frames ({args.frames * sim.substeps} MJX steps), {jax.devices()[0]}")
     print(
@@ -77,18 +71,14 @@ def main() -> None:
     )
     for name, (handler, params, rest) in cases.items():
         out = {}
-        for mode, fn in (("dense", _dense), ("sparse", sparse)):
-            _rule.sparse_predict = fn  # looked up when `rollouts` is traced: compile afresh
-            jax.clear_caches()
-            try:
-                out[mode] = _time(
-                    lambda h=handler, p=params, r=rest: hybrid_tosses(
-                        sim, h, states, p, args.frames, rest_params=r, every_impact=True, return_stats=True
-                    ),
-                    args.repeats,
-                )
-            finally:
-                _rule.sparse_predict = sparse
+        for mode in ("dense", "sparse"):
+            out[mode] = _time(
+                lambda h=handler, p=params, r=rest, m=mode: hybrid_tosses(
+                    sim, h, states, p, args.frames, rest_params=r, every_impact=True, return_stats=True,
+                    sparse=m == "sparse",
+                ),
+                args.repeats,
+            )  # fmt: skip
         (t_d, (fr_d, st)), (t_s, (fr_s, _)) = out["dense"], out["sparse"]
         per_toss = np.nanmax(np.abs(fr_d - fr_s), axis=(1, 2))
         apart = int(np.sum(per_toss > APART))

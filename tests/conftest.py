@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -26,6 +27,9 @@ CHECKED = (
     "clashx.learn._pair_learn",
 )
 _HOOK = install_import_hook(CHECKED, "beartype.beartype")
+# the CLI's persistent compilation cache stays off in tests (and in the commands they start): nothing of an earlier
+# run may make a test pass, and nothing is written under the home folder
+os.environ["CLASHX_COMPILATION_CACHE"] = "0"
 
 import clashx  # noqa: E402
 from clashx.scenes import _strike  # noqa: E402

@@ -621,3 +621,20 @@ def test_an_error_raised_while_unwinding_a_stop_is_the_stop(capsys):
 
     assert run_guarded(argparse.Namespace(command="identify", func=plain_error), "clashx identify") == 2
     assert "error: bad row 3" in capsys.readouterr().err
+
+
+def test_the_cli_keeps_compiled_programs_where_jax_or_the_user_says(tmp_path, monkeypatch):
+    """The persistent compilation cache: JAX's own variable wins, then XDG_CACHE_HOME; CLASHX_COMPILATION_CACHE=0
+    turns it off (as the tests do)."""
+    from clashx.workflows._cli import use_compilation_cache
+
+    before = jax.config.jax_compilation_cache_dir
+    assert use_compilation_cache({"CLASHX_COMPILATION_CACHE": "0", "XDG_CACHE_HOME": str(tmp_path)}) is None
+    assert use_compilation_cache({"JAX_COMPILATION_CACHE_DIR": "/elsewhere"}) == "/elsewhere"
+    assert jax.config.jax_compilation_cache_dir == before  # left to JAX in both cases
+    try:
+        folder = use_compilation_cache({"XDG_CACHE_HOME": str(tmp_path)})
+        assert folder == str(tmp_path / "clashx" / "jax")
+        assert jax.config.jax_compilation_cache_dir == folder
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)

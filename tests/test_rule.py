@@ -18,8 +18,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from clashx.hybrid import full_rollouts_c, rollouts, rollouts_c
-from clashx.hybrid._rule import OFF_MARGIN, predict, sparse_block, sparse_predict, switched
+from clashx.hybrid import full_rollouts_c, rollouts, rollouts_c, sparse_block, sparse_predict
+from clashx.hybrid._rule import OFF_MARGIN, predict, switched
 from clashx.scenes import _pair_state as ps
 from clashx.scenes import load_scene
 

@@ -12,6 +12,8 @@ from ._rule import init_state as init_state
 from ._rule import observe as observe
 from ._rule import rollouts as rollouts
 from ._rule import rollouts_c as rollouts_c
+from ._rule import sparse_block as sparse_block
+from ._rule import sparse_predict as sparse_predict
 from ._strike_rollouts import DT_AFTER as DT_AFTER
 from ._strike_rollouts import HybridResult as HybridResult
 from ._strike_rollouts import HybridSim as HybridSim

