@@ -155,7 +155,11 @@ def impact_pre(scene: AbstractImpactScene, rule: RuleState, qpos, qvel, time):
     interpolated state where one begins, the last impact's pre-impact state elsewhere."""
     now, sep = seen(scene, rule, qpos, qvel, time)
     touch, _, _ = watch(scene, rule, sep, time)
-    return touch, jnp.where(touch, scene.interpolate(rule.last, now, crossing(rule.sep, sep)), rule.pre)
+    return touch, _pre(scene, rule, now, sep, touch)
+
+
+def _pre(scene: AbstractImpactScene, rule: RuleState, now, sep, touch):
+    return jnp.where(touch, scene.interpolate(rule.last, now, crossing(rule.sep, sep)), rule.pre)
 
 
 def apply_rule(
@@ -177,7 +181,7 @@ def apply_rule(
     now, sep = seen(scene, rule, qpos, qvel, time)
     touch, ending, apart = watch(scene, rule, sep, time)
     frac = crossing(rule.sep, sep)
-    pre = jnp.where(touch, scene.interpolate(rule.last, now, frac), rule.pre)
+    pre = _pre(scene, rule, now, sep, touch)
     post = predict(scene, handler, pre, params) if post is None else jnp.asarray(post, now.dtype)
     post, clamped = limit_energy(scene, pre, post)
     finite = jnp.all(jnp.isfinite(post))
