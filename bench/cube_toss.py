@@ -71,7 +71,11 @@ def main() -> None:
         "--rest-starts",
         type=int,
         default=1,
-        help="Levenberg-Marquardt starts of clashx's MJX fit after the impacts (the first from the impact fit)",
+        help="Levenberg-Marquardt starts of clashx's MJX fit after the impacts (the first from the impact fit; 0: none,"
+        " the CMA-ES refit starts at the impact's parameters)",
+    )
+    ap.add_argument(
+        "--rest-std", type=float, default=0.1, help="the CMA-ES refit's initial step, in the prior's unit box"
     )
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
     ap.add_argument("--json", default=None, help="write the results here")
@@ -86,6 +90,7 @@ def main() -> None:
         max_eval=a.max_eval,
         rest_generations=a.rest_generations,
         rest_starts=a.rest_starts,
+        rest_std=a.rest_std,
         methods=tuple(m.strip() for m in a.methods.split(",") if m.strip()),
     )
     print(f"device: {jax.default_backend()} ({jax.devices()[0].device_kind}); seed {a.seed}")

@@ -31,6 +31,7 @@ SYSID_REL_TOL = 0.1  # μ recovered by mujoco.sysid from noise-free MuJoCo C tra
 # the trajectory cost is piecewise smooth in the parameters, and the finite-difference steps stop on its kinks)
 
 N_FRAMES = 30
+LM_JAC_TOL = 1e-4  # relative to the Jacobian's largest entry: forward mode against central differences (float64)
 
 
 def random_states(n, seed=0):
@@ -377,6 +378,36 @@ def test_fit_between_impacts_recovers_the_simulating_parameters(sim):
     )
     start_cost, _ = _cost_at(sim, impact, states, p_imp, tracks, start)
     assert cost < start_cost and len(history) == 2
+
+
+def test_levenberg_marquardt_jacobian_is_the_residuals_central_differences(sim):
+    """`_mjx_terms` (the residuals and their forward-mode Jacobian through MJX from post-impact states, float64)
+    against central differences of its own residuals: one cube sliding flat on the table, 6 frames."""
+    from clashx.core import as_float64
+    from clashx.scenes import HALF
+
+    states = np.array([[1.0, 0, 0, 0, 0, 0, HALF - 1e-4, 0, 0, 0.5, 1.0, 0.3, -0.05]])
+    real = np.asarray(R.hybrid_tosses(sim, _StopModel(space=T.cube_space()), states, [0.3, 0.01, 1.0], 6), np.float64)
+    mask = np.ones(real.shape[:2], bool)
+    z = np.array([[0.2, -0.3, 0.1]])
+    with jax.enable_x64(True):
+        sim64 = as_float64(sim)
+        args = (jnp.asarray(states, jnp.float64), jnp.zeros(1), jnp.asarray(real) + 1e-3, jnp.asarray(mask))
+        r, jac = (np.asarray(a) for a in F._mjx_terms(sim64, *args, jnp.asarray(z)))
+        h = 1e-5
+        fd = np.stack(
+            [
+                (
+                    np.asarray(F._mjx_terms(sim64, *args, jnp.asarray(z + h * e))[0])
+                    - np.asarray(F._mjx_terms(sim64, *args, jnp.asarray(z - h * e))[0])
+                )[0]
+                / (2 * h)
+                for e in np.eye(3)
+            ],
+            -1,
+        )
+    assert r.shape == (1, fd.shape[0]) and np.abs(jac[0]).max() > 0
+    np.testing.assert_allclose(jac[0], fd, atol=LM_JAC_TOL * np.abs(fd).max())
 
 
 class _StopModel(eqx.Module):

@@ -39,7 +39,9 @@ from ..baselines import (
     identify_sysid,
     identify_trajectory_mjx,
     impact_posts,
+    impact_predictive,
     impact_speed_errors,
+    predictive_calibration,
     rollout_c,
     trajectory_errors,
 )
@@ -50,6 +52,8 @@ from ..learn import finetune_cube, identify_cube
 from ..scenes import (
     CUBE_FRICTION,
     FRAME_DT,
+    RIGID_HIGH,
+    RIGID_LOW,
     RIGID_NAMES,
     WINDOW,
     make_toss_sim,
@@ -80,11 +84,13 @@ class CubeTossConfig:
         max_eval: evaluate at most this many tosses (0: all), the first in file order after the fit ones leave.
         mjx_starts, mjx_iterations: Levenberg-Marquardt through MJX (both MJX fits); `mjx_identified` from
             the prior's centre and `mjx_starts - 1` random starts.
-        rest_starts: starts of clashx's (and clashx_rigid's) fit of MJX's parameters after the impacts: the
-            first from the impact's identified parameters, the others random (on seeds 0-2 a second start
-            won on the fit tosses 2 times in 6, and cost 20-25 s).
+        rest_starts: starts of clashx's (and clashx_rigid's) Levenberg-Marquardt fit of MJX's parameters
+            after the impacts: the first from the impact's identified parameters, the others random (on seeds
+            0-2 a second start won on the fit tosses 2 times in 6, and cost 20-25 s).  0: none, the CMA-ES
+            refit starts at the impact's parameters (20 s faster; on seed 1 it ended 1-3.6 points worse on
+            the evaluated tosses, at the same cost on the fit tosses).
         sysid_iters: `mujoco.sysid` iterations per start.
-        rest_generations, rest_population: CMA-ES refit of clashx's MJX parameters between impacts through
+        rest_generations, rest_population, rest_std: CMA-ES refit of clashx's MJX parameters between impacts through
             the every-impact hybrid on the fit tosses (`fit_between_impacts`); 0 generations keeps the
             Levenberg-Marquardt fit (which `clashx_first` always uses).
         methods: which of `METHODS` to run (default: all).
@@ -102,6 +108,7 @@ class CubeTossConfig:
     sysid_iters: int = 30
     rest_generations: int = 6
     rest_population: int = 8
+    rest_std: float = 0.1
     methods: tuple[str, ...] = METHODS
 
     def __post_init__(self):
@@ -110,9 +117,10 @@ class CubeTossConfig:
             raise ValueError(f"unknown cube method(s) {unknown}; choose from {', '.join(METHODS)}")
         if self.fit < 2:
             raise ValueError(f"--fit {self.fit}: at least 2 tosses are needed (fine-tuning cross-validates)")
-        for name in ("mjx_starts", "rest_starts"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} = {getattr(self, name)}: at least 1 start is needed")
+        if self.mjx_starts < 1:
+            raise ValueError(f"mjx_starts = {self.mjx_starts}: at least 1 start is needed")
+        if self.rest_starts < 0:
+            raise ValueError(f"rest_starts = {self.rest_starts}: 0 (no Levenberg-Marquardt) or more starts")
 
 
 def alpha_accuracies(pred_post: np.ndarray, real_post: np.ndarray) -> dict:
@@ -225,18 +233,9 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     p_imp, _ = identify_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], key=k_id)
     tuned, report = finetune_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], p_imp, key=k_ft)
     post_fit = impact_posts(tuned, fit["pre_state"], p_imp)[0]
-    log(f"  clashx: fine-tuning {report['steps']} steps; MJX's post-impact parameters by Levenberg-Marquardt …")
-    p_rest, _ = identify_trajectory_mjx(
-        sim,
-        post_fit,
-        fit["t_impact"] + WINDOW,
-        fit_tracks,
-        key=k_rest,
-        n_starts=config.rest_starts,
-        iterations=config.mjx_iterations,
-        init=p_imp,  # the impact's parameters, identified through the surrogate, are the first guess
-    )
-    p_lm, rest_fit = p_rest, {"lm": p_rest.tolist()}
+    log(f"  clashx: fine-tuning {report['steps']} steps")
+    p_lm = _rest_lm(sim, post_fit, fit, fit_tracks, p_imp, k_rest, config, log)
+    p_rest, rest_fit = p_lm, {"lm": p_lm.tolist()}
     if config.rest_generations:
         log(
             f"  clashx: MJX's parameters between impacts refit through the every-impact hybrid (CMA-ES,"
@@ -252,6 +251,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
             key=k_between,
             population=config.rest_population,
             generations=config.rest_generations,
+            std_init=config.rest_std,
         )
         rest_fit |= {"cmaes": p_rest.tolist(), "cost": cost, "history": history.tolist()}
     t_fit = time.perf_counter() - t0
@@ -273,6 +273,9 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         "landings_per_toss": landings,
         "n_fit_impacts": len(fit_all["toss_id"]),
     }
+    extra["sigma"] = _sigma(
+        tuned, surrogate.space.from_unit, surrogate.space.to_unit(jnp.asarray(p_imp)), fit_all, evs, log, surrogate
+    )
     record("clashx", p_imp, tracks_cx, post_cx, t_fit, extra)
     if "clashx_first" in config.methods:
         t0 = time.perf_counter()
@@ -284,21 +287,23 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         t0 = time.perf_counter()
         k_rig, k_rig_rest, k_rig_between = jax.random.split(jax.random.fold_in(key, 7), 3)
         p_rig, rig_loss = identify_rigid_impacts(fit_all["pre_state"], fit_all["post_state"], key=k_rig)
-        p_rig_lm, _ = identify_trajectory_mjx(
-            sim, impact_posts(rigid_cube_window, fit["pre_state"], p_rig)[0], fit["t_impact"] + WINDOW, fit_tracks, key=k_rig_rest,
-            n_starts=config.rest_starts, iterations=config.mjx_iterations, init=p_imp,
-        )  # fmt: skip
+        post_rig = impact_posts(rigid_cube_window, fit["pre_state"], p_rig)[0]
+        p_rig_lm = _rest_lm(sim, post_rig, fit, fit_tracks, p_imp, k_rig_rest, config, log)
         p_rig_rest = p_rig_lm
         if config.rest_generations:
             p_rig_rest, _, _ = fit_between_impacts(
                 sim, rigid_cube_window, fit["initial_state"], p_rig, fit_tracks, p_rig_lm, key=k_rig_between,
-                population=config.rest_population, generations=config.rest_generations,
+                population=config.rest_population, generations=config.rest_generations, std_init=config.rest_std,
             )  # fmt: skip
         t_fit = time.perf_counter() - t0
         tracks_rig = hybrid_tosses(
             sim, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
         )
         extra = {"rest_params": p_rig_rest.tolist(), "rigid_fit_loss": rig_loss, "rigid_names": list(RIGID_NAMES)}
+        low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
+        extra["sigma"] = _sigma(
+            rigid_cube_window, lambda u: low + u * (high - low), (p_rig - low) / (high - low), fit_all, evs, log
+        )
         record(
             "clashx_rigid", p_rig, tracks_rig, impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0], t_fit, extra
         )
@@ -325,6 +330,36 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         }
         | ({} if tracks_mjx is None else {"mjx_identified": tracks_mjx[:4]}),
     }
+
+
+def _sigma(impact, from_unit, u_hat, fit_all: dict, evs: dict, log, noise_from=None) -> dict:
+    """The handler's σ per evaluated toss on its first impact (`impact_predictive`, from the fit impacts only;
+    the noise from `noise_from`'s residuals, the model before fine-tuning), and how well it describes the
+    measured post-window states (`predictive_calibration`)."""
+    pred = impact_predictive(
+        impact, from_unit, np.asarray(u_hat), fit_all["pre_state"], fit_all["post_state"], evs["pre_state"],
+        noise_from=noise_from,
+    )  # fmt: skip
+    cal = predictive_calibration(pred, evs["post_state"])
+    log(
+        f"    σ per toss (first impact): median {cal['sigma_rel_median']:.3f} of the speed against a median error of"
+        f" {cal['err_rel_median']:.3f}; inside the 50 % / 90 % ellipsoid {cal['coverage_50']:.2f} / {cal['coverage_90']:.2f};"
+        f" σ-error rank correlation {cal['spearman']:.2f}"
+    )
+    return cal | {"sigma_rel": pred["sigma_rel"].tolist(), "tau": pred["tau"].tolist()}
+
+
+def _rest_lm(sim, post_fit, fit, fit_tracks, init, key, config: CubeTossConfig, log) -> np.ndarray:
+    """MJX's parameters after the impacts by Levenberg-Marquardt from the handler's post-impact states of the fit
+    tosses, the first start at `init` (the impact's parameters); `config.rest_starts` = 0: `init` itself."""
+    if config.rest_starts == 0:
+        return np.asarray(init, np.float64)
+    log("  MJX's post-impact parameters by Levenberg-Marquardt …")
+    p, _ = identify_trajectory_mjx(
+        sim, post_fit, fit["t_impact"] + WINDOW, fit_tracks, key=key, n_starts=config.rest_starts,
+        iterations=config.mjx_iterations, init=init,
+    )  # fmt: skip
+    return p
 
 
 def _after_first_window(tracks: np.ndarray, from_post: np.ndarray, t_post: np.ndarray) -> np.ndarray:
@@ -391,6 +426,16 @@ def summary_table(result: dict) -> str:
         by_pos = [r[f"pos_pct_{h}_mean"] for h in HORIZONS] + [r["pos_pct_mean"]]
         by_rot = [r[f"rot_deg_{h}_mean"] for h in HORIZONS] + [r["rot_deg_mean"]]
         lines.append(f"{name:<19}" + "".join(f"{v:>14.1f}" for v in by_pos) + "".join(f"{v:>13.1f}" for v in by_rot))
+    sig = [(name, r["sigma"]) for name, r in result["methods"].items() if "sigma" in r]
+    if sig:
+        lines.append(
+            "σ per toss on the first impact (from the fit impacts): median σ / median error, in the 50 % / 90 % ellipsoid:"
+        )
+        for name, c in sig:
+            lines.append(
+                f"  {name:<17}{c['sigma_rel_median']:>8.3f} / {c['err_rel_median']:.3f}{c['coverage_50']:>10.2f} / "
+                f"{c['coverage_90']:.2f}   (σ-error rank correlation {c['spearman']:.2f})"
+            )
     lines.append("published (Acosta et al. 2022, tuned, all tosses):")
     for name, (pos, rot) in PUBLISHED.items():
         lines.append(f"  {name:<17}{pos:>8.1f}{'':<22}{rot:>8.1f}")
@@ -417,7 +462,11 @@ def json_summary(result: dict) -> dict:
             | {"whole": {"pos_err_pct_width_mean": r["pos_pct_mean"], "rot_err_deg_mean": r["rot_deg_mean"]}},
             "params": r["params"],
             "fit_s": r["fit_s"],
-        } | {k: r[k] for k in ("rest_params", "finetune", "landings_per_toss", "n_fit_impacts", "rest_fit") if k in r}
+        } | {
+            k: r[k]
+            for k in ("rest_params", "finetune", "landings_per_toss", "n_fit_impacts", "rest_fit", "sigma")
+            if k in r
+        }
     return out | {
         "_meta": {
             "n_eval": result["n_eval"],
