@@ -87,8 +87,8 @@ class CubeTossConfig:
         rest_starts: starts of clashx's (and clashx_rigid's) Levenberg-Marquardt fit of MJX's parameters
             after the impacts: the first from the impact's identified parameters, the others random (on seeds
             0-2 a second start won on the fit tosses 2 times in 6, and cost 20-25 s).  0: none, the CMA-ES
-            refit starts at the impact's parameters (20 s faster; on seed 1 it ended 1-3.6 points worse on
-            the evaluated tosses, at the same cost on the fit tosses).
+            refit starts at the impact's parameters (faster; on seed 1 it ended 0.8-3.6 points worse on
+            the evaluated tosses, at the same cost on the fit tosses: README, "Time").
         sysid_iters: `mujoco.sysid` iterations per start.
         rest_generations, rest_population, rest_std: CMA-ES refit of clashx's MJX parameters between impacts through
             the every-impact hybrid on the fit tosses (`fit_between_impacts`); 0 generations keeps the
