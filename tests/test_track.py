@@ -67,9 +67,10 @@ def test_hybrid_track_loss_gradient_matches_central_differences(strike_sims):
         grad = jax.jit(jax.jacfwd(loss))(p)
         assert np.isfinite(np.asarray(grad)).all()
         span = np.array(sim.space.high) - np.array(sim.space.low)
+        loss_jit = jax.jit(loss)  # one compile for the 2 × p differences (op by op they took minutes)
         for j in range(sim.space.size):
             h = 1e-4 * span[j]
-            fd = (loss(p.at[j].add(h)) - loss(p.at[j].add(-h))) / (2 * h)
+            fd = (loss_jit(p.at[j].add(h)) - loss_jit(p.at[j].add(-h))) / (2 * h)
             assert float(grad[j]) == pytest.approx(float(fd), rel=GRAD_RTOL, abs=1e-6), sim.space.names[j]
         # the same prediction on MuJoCo C (the CPU path of the pipeline)
         c = _strike_slide.hybrid_tracks_c(
