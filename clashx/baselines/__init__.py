@@ -19,6 +19,7 @@ from ._cube_fit import impact_posts as impact_posts
 from ._cube_fit import impact_speed_errors as impact_speed_errors
 from ._cube_fit import pad_tracks as pad_tracks
 from ._cube_fit import rollout_c as rollout_c
+from ._cube_fit import speed_vector as speed_vector
 from ._cube_fit import speed_vectors as speed_vectors
 from ._cube_fit import trajectory_errors as trajectory_errors
 from ._cube_fit import trajectory_residuals as trajectory_residuals

@@ -341,13 +341,18 @@ def fit_between_impacts(
     return np.asarray(sim.space.from_unit(jnp.asarray(u)), np.float64), cost, history
 
 
+def speed_vector(state: Float[Array, "13"]) -> Float[Array, "6"]:
+    """One toss state (13,) -> its speed vector (v, r ω world) (6,), in JAX (differentiable), r = √(I/m) the
+    cube's radius of gyration."""
+    w_world = quat_to_mat(state[:4]) @ state[7:10]
+    return jnp.concatenate([state[10:13], math.sqrt(CUBE_INERTIA / CUBE_MASS) * w_world])
+
+
 def speed_vectors(states: Float[np.ndarray, "... 13"]) -> np.ndarray:
-    """Toss states (..., 13) -> speed vectors (..., 6): (v, r ω world), m/s, r = √(I/m) the cube's radius of gyration."""
+    """Toss states (..., 13) -> speed vectors (..., 6) (`speed_vector`, in float64), m/s."""
     states = np.asarray(states, np.float64)
-    flat = states.reshape(-1, 13)
-    rot = np.asarray(jax.vmap(quat_to_mat)(jnp.asarray(flat[:, :4])), np.float64)
-    w_world = np.einsum("nij,nj->ni", rot, flat[:, 7:10])
-    u = np.concatenate([flat[:, 10:13], math.sqrt(CUBE_INERTIA / CUBE_MASS) * w_world], 1)
+    with jax.enable_x64(True):
+        u = np.asarray(jax.vmap(speed_vector)(jnp.asarray(states.reshape(-1, 13))), np.float64)
     return u.reshape(*states.shape[:-1], 6)
 
 

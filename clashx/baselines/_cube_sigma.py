@@ -1,7 +1,7 @@
 """A σ per toss for a fitted impact handler: the spread of its first-impact prediction, from ten tosses' impacts.
 
 `impact_predictive` gives, for every evaluated impact, the predicted
-post-window speed vector u = (v, r ω) (`speed_vectors`) and its covariance.
+post-window speed vector u = (v, r ω) (`speed_vector`) and its covariance.
 Both come from the fit impacts alone (no evaluated toss is looked at):
 
 - noise: the handler's relative residuals on the fit impacts,
@@ -31,26 +31,22 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from ..core import Array, Float
-from ..scenes import CUBE_INERTIA, CUBE_MASS, quat_to_mat
+from ..core import Float
+from ._cube_fit import speed_vector, speed_vectors
 
 PRIOR_VAR = 1.0 / 12.0  # variance of a unit coordinate under the box's flat prior
 
 
-def _speed_vector(state: Float[Array, "13"]) -> Float[Array, "6"]:
-    """`speed_vectors` of one state, in JAX (differentiable)."""
-    w_world = quat_to_mat(state[:4]) @ state[7:10]
-    return jnp.concatenate([state[10:13], jnp.sqrt(CUBE_INERTIA / CUBE_MASS) * w_world])
-
-
 def _predict_with_jacobian(impact: Callable, from_unit: Callable, pre: np.ndarray, u: np.ndarray):
-    """(u_pred (n, 6), ∂u_pred/∂unit (n, 6, p)) of impacts `pre` at unit parameters `u`."""
+    """(u_pred (n, 6), ∂u_pred/∂unit (n, 6, p)) of impacts `pre` at unit parameters `u` (forward mode, the
+    prediction being the forward pass's primal)."""
 
-    def one(s, z):
-        return _speed_vector(impact(s, from_unit(z)))
+    def both(s, z):
+        out = speed_vector(impact(s, from_unit(z)))
+        return out, out
 
-    fn = jax.jit(jax.vmap(lambda s, z: (one(s, z), jax.jacfwd(lambda zz: one(s, zz))(z)), in_axes=(0, None)))
-    pred, jac = fn(jnp.asarray(pre, jnp.float32), jnp.asarray(u, jnp.float32))
+    fn = jax.jit(jax.vmap(lambda s, z: jax.jacfwd(lambda zz: both(s, zz), has_aux=True)(z), in_axes=(0, None)))
+    jac, pred = fn(jnp.asarray(pre, jnp.float32), jnp.asarray(u, jnp.float32))
     return np.asarray(pred, np.float64), np.asarray(jac, np.float64)
 
 
@@ -88,7 +84,7 @@ def impact_predictive(
     u_hat = np.asarray(u_hat, np.float64)
     p = len(u_hat)
     pred, jac = _predict_with_jacobian(impact, from_unit, pre_fit, u_hat)
-    real = np.asarray(jax.vmap(_speed_vector)(jnp.asarray(post_fit)), np.float64)
+    real = speed_vectors(post_fit)
     scale = np.maximum(np.linalg.norm(pred, axis=1), 1e-9)
     noisy = pred if noise_from is None else _predict_with_jacobian(noise_from, from_unit, pre_fit, u_hat)[0]
     rel = (noisy - real) / scale[:, None]
@@ -120,7 +116,7 @@ def predictive_calibration(predictive: dict, post_real: Float[np.ndarray, "m 13"
          (calibrated: 0.5 / 0.9); "sigma_rel_median": the median predicted relative σ; "err_rel_median": the median
          relative error ‖u_pred − u_real‖ / ‖u_real‖; "spearman": rank correlation of σ and that error}.
     """
-    real = np.asarray(jax.vmap(_speed_vector)(jnp.asarray(np.asarray(post_real, np.float64))), np.float64)
+    real = speed_vectors(post_real)
     e = real - predictive["u_pred"]
     z2 = np.einsum("mc,mcd,md->m", e, np.linalg.inv(predictive["cov"]), e)
     err = np.linalg.norm(e, axis=1) / np.maximum(np.linalg.norm(real, axis=1), 1e-12)
