@@ -8,7 +8,9 @@ FIT and TEST are strike-lab recordings (default: the shipped lab-A ones,
 method sees FIT only (its tracks, or the velocities ingested from them); it
 predicts TEST's post-impact velocities, scored against TEST's
 `post_velocity_true` (scoring only) at α = 0.05, 0.1, 0.2, plus the median
-relative error.  The methods are `clashx.workflows._strike_compare`'s (its docstring
+relative error.  clashx's predictions carry a σ each (`clashx.learn.strike_predictive`,
+from the fit strikes only); its calibration on TEST is printed (coverage of the
+50 % and 90 % ellipsoids, and the rank correlation of σ and error).  The methods are `clashx.workflows._strike_compare`'s (its docstring
 has the table); `clashx` is clashx's full pipeline.  In the table,
 `mujoco_identified` is MuJoCo C identified by CMA-ES with clashx's own
 objective (labels, ground friction from the slides, priors).  In the JSON,
@@ -117,6 +119,12 @@ def main() -> None:
         ref = rows[best]["alpha_0.1"]
         for name, r in rows.items():
             print(f"  {name:<22} vs MuJoCo's best ({best}): {r['alpha_0.1'] - ref:+.3f}")
+    for name, d in result["details"].items():
+        if "sigma" in d:  # clashx's σ per test strike, from the fit strikes only (clashx.learn.strike_predictive)
+            c = d["sigma"]
+            print(f"  {name:<22} σ per strike: median σ {c['sigma_rel_median']:.3f} / median error "
+                  f"{c['err_rel_median']:.3f}; inside the 50 % / 90 % ellipsoid {c['coverage_50']:.2f} / "
+                  f"{c['coverage_90']:.2f} (calibrated: 0.50 / 0.90); Spearman σ-error {c['spearman']:.2f}")  # fmt: skip
     ceiling = None
     if a.ceiling > 0:
         try:

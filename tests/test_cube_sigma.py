@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx.baselines import impact_predictive, predictive_calibration
+from clashx.baselines import impact_calibration, impact_predictive
 from clashx.scenes import CUBE_INERTIA, CUBE_MASS
 
 R_GYR = np.sqrt(CUBE_INERTIA / CUBE_MASS)
@@ -46,7 +46,7 @@ def predictive():
     pre_fit, post_fit = _impacts(rng, 400, e)
     pre_eval, post_eval = _impacts(rng, 2000, e)
     pred = impact_predictive(bounce, from_unit, np.array([0.5, 0.5]), pre_fit, post_fit, pre_eval)
-    return pred, pre_fit, predictive_calibration(pred, post_eval)
+    return pred, pre_fit, impact_calibration(pred, post_eval)
 
 
 def test_noise_is_recovered_per_component(predictive):

@@ -13,6 +13,7 @@ from ._identify import identify as identify
 from ._lab_fit import LabFit as LabFit
 from ._lab_fit import LabFitConfig as LabFitConfig
 from ._lab_fit import fit_recording as fit_recording
+from ._lab_fit import strike_predictive as strike_predictive
 from ._pair_learn import finetune_pair as finetune_pair
 from ._pair_learn import identify_pair as identify_pair
 from ._pair_learn import load_pair_events as load_pair_events
@@ -20,6 +21,8 @@ from ._pair_learn import pair_features as pair_features
 from ._pair_learn import pair_scores as pair_scores
 from ._pair_learn import predict_pair as predict_pair
 from ._pair_learn import pretrain_pair as pretrain_pair
+from ._predictive import predictive as predictive
+from ._predictive import predictive_calibration as predictive_calibration
 from ._pretrain import PretrainConfig as PretrainConfig
 from ._pretrain import pretrain as pretrain
 from ._track_finetune import finetune_on_tracks as finetune_on_tracks

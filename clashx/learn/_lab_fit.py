@@ -45,10 +45,11 @@ import time
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from ..core import PRNGKeyArray
-from ..events import ingest_strike_lab
+from ..core import Float, PRNGKeyArray
+from ..events import ingest_strike_lab, speed_vector
 from ..hybrid import ingest_by_simulation
 from ..scenes import StrikeSim
 from ..scenes import geometry as geo
@@ -56,6 +57,7 @@ from ..surrogate import Surrogate
 from ._distil import LocalDistilConfig, distil_locally
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
+from ._predictive import PRIOR_VAR, predictive
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +111,8 @@ class LabFit(NamedTuple):
         events: the ingested event dict of the recording (labels).
         rows: the rows (strikes) used.
         report: stages' results and timings, JSON-able.
+        identified_model: the surrogate before fine-tuning (after local re-distillation); `strike_predictive`
+            takes its residuals on the fit strikes as the noise.
     """
 
     params: np.ndarray
@@ -117,6 +121,7 @@ class LabFit(NamedTuple):
     events: dict[str, np.ndarray]
     rows: np.ndarray
     report: dict[str, Any]
+    identified_model: Surrogate | None = None
 
 
 def ground_friction(events: dict[str, np.ndarray]) -> tuple[float, float]:
@@ -227,9 +232,57 @@ def fit_recording(
         "rows": rows.tolist(),
         "ground": {"mu2": mu2, "mu2_std": mu2_std, "from": ground_from},
         "stage1": {"params": _named(space, stage1.params), "loss": float(stage1.loss)},
-        "joint": {"params": _named(space, params), "std": _named(space, joint.std), "loss": float(joint.loss)},
+        "joint": {
+            "params": _named(space, params),
+            "std": _named(space, joint.std),
+            "loss": float(joint.loss),
+            "prior_std": _prior_std(space, joint_prior, config.free),
+        },
         "local_distil": local_report,
         "finetune": {k: v for k, v in ft_report.items() if k != "cv_curve"},
         "times": times | {"total_s": sum(times.values())},
     }
-    return LabFit(params, np.asarray(joint.std, np.float64), tuned, events, rows, report)
+    return LabFit(params, np.asarray(joint.std, np.float64), tuned, events, rows, report, local)
+
+
+def _prior_std(space, prior: dict[str, float], free: tuple[str, ...] | None) -> dict[str, float | None]:
+    """The joint identification's prior σ per parameter in units of its range: None where flat, 0 where fixed."""
+    return {n: (0.0 if free is not None and n not in free else prior.get(n)) for n in space.names}
+
+
+def strike_predictive(lab: LabFit, strikes: Float[np.ndarray, "m 3"], *, model: Surrogate | None = None) -> dict:
+    """The fitted surrogate's post-impact speed vectors of `strikes` with a covariance each (`clashx.learn.predictive`).
+
+    The noise is the relative residual of the model before fine-tuning (`lab.identified_model`) on the
+    recording's fit strikes' labels; the parameters' posterior is the Laplace one in the unit box, with the
+    joint identification's priors (`report["joint"]["prior_std"]`: σ² per unit coordinate where it had one,
+    the box's 1/12 where flat, none where held fixed).  Speed vectors are (vx, vy, r ωz), r the shape's
+    characteristic length, the units of the α-accuracy.
+
+    Args:
+        lab: `fit_recording`'s result.
+        strikes: the strikes to predict.
+        model: the surrogate that predicts, its own residuals the noise (default `lab.model`, the fine-tuned
+            one, with the noise of `lab.identified_model`).
+
+    Returns:
+        `predictive`'s dict: "pred" (m, 3), "cov" (m, 3, 3), "sigma_rel" (m,), "tau" (3,), "param_std_unit".
+    """
+    if model is None:  # the fine-tuned model, its noise from before fine-tuning
+        model, noise = lab.model, (lab.model if lab.identified_model is None else lab.identified_model)
+    else:
+        noise = model
+    space = model.space
+    length = geo.characteristic_length(model.shape)
+    prior_std = lab.report["joint"]["prior_std"]
+    prior_var = np.array([PRIOR_VAR if prior_std[n] is None else prior_std[n] ** 2 for n in space.names])
+    fit_s = lab.events["strike"][lab.rows]
+    y_fit = np.asarray(speed_vector(lab.events["post_velocity"][lab.rows], length))
+
+    def speeds(m: Surrogate):
+        return lambda s, p: speed_vector(m(s, p), length)
+
+    return predictive(
+        speeds(model), space.from_unit, np.asarray(space.to_unit(jnp.asarray(lab.params)), np.float64), fit_s,
+        y_fit, strikes, noise_from=speeds(noise), prior_var=prior_var,
+    )  # fmt: skip

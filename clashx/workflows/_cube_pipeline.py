@@ -38,10 +38,10 @@ from ..baselines import (
     identify_rigid_impacts,
     identify_sysid,
     identify_trajectory_mjx,
+    impact_calibration,
     impact_posts,
     impact_predictive,
     impact_speed_errors,
-    predictive_calibration,
     rollout_c,
     trajectory_errors,
 )
@@ -335,12 +335,12 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
 def _sigma(impact, from_unit, u_hat, fit_all: dict, evs: dict, log, noise_from=None) -> dict:
     """The handler's σ per evaluated toss on its first impact (`impact_predictive`, from the fit impacts only;
     the noise from `noise_from`'s residuals, the model before fine-tuning), and how well it describes the
-    measured post-window states (`predictive_calibration`)."""
+    measured post-window states (`impact_calibration`)."""
     pred = impact_predictive(
         impact, from_unit, np.asarray(u_hat), fit_all["pre_state"], fit_all["post_state"], evs["pre_state"],
         noise_from=noise_from,
     )  # fmt: skip
-    cal = predictive_calibration(pred, evs["post_state"])
+    cal = impact_calibration(pred, evs["post_state"])
     log(
         f"    σ per toss (first impact): median {cal['sigma_rel_median']:.3f} of the speed against a median error of"
         f" {cal['err_rel_median']:.3f}; inside the 50 % / 90 % ellipsoid {cal['coverage_50']:.2f} / {cal['coverage_90']:.2f};"

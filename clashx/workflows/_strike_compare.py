@@ -45,7 +45,7 @@ from ..baselines import (
 )
 from ..events import relative_error, speed_vector
 from ..hybrid import hybrid_tracks_c, strike_tracks_c
-from ..learn import LabFitConfig, fit_recording
+from ..learn import LabFitConfig, fit_recording, predictive_calibration, strike_predictive
 from ..scenes import geometry as geo
 from ..scenes import make_strike_sim
 from ..surrogate import Surrogate, predict
@@ -194,12 +194,13 @@ def compare(
             p = lab.params
             add(name, predict(model, jnp.asarray(test_s, jnp.float32), jnp.asarray(p, jnp.float32)), p,
                 fit_s=lab.report["times"]["ingest_s"] + lab.report["times"]["identify_s"],
-                std=_named(space, lab.std))  # fmt: skip
+                std=_named(space, lab.std), sigma=_sigma(lab, test_s, true, length, model))  # fmt: skip
         elif name == "clashx":
             p = lab.params
             add(name, predict(lab.model, jnp.asarray(test_s, jnp.float32), jnp.asarray(p, jnp.float32)), p,
                 fit_s=t_clashx, finetune_steps=lab.report["finetune"]["steps"],
-                finetune_reason=lab.report["finetune"]["reason"])  # fmt: skip
+                finetune_reason=lab.report["finetune"]["reason"],
+                sigma=_sigma(lab, test_s, true, length, None))  # fmt: skip
     rows = {name: score(pred, true, length) for name, pred in preds.items()}
     return {
         "shape": shape,
@@ -212,6 +213,15 @@ def compare(
         "truth": true,
         "lab_fit": lab.report,
         "fit_model": lab.model,
+    }
+
+
+def _sigma(lab, test_s, true, length, model) -> dict[str, float]:
+    """The calibration of clashx's σ per test strike (`strike_predictive`, from the fit strikes only) against the
+    test strikes' true speed vectors (scoring only)."""
+    pred = strike_predictive(lab, test_s, model=model)
+    return predictive_calibration(pred, np.asarray(speed_vector(true, length))) | {
+        "tau": [float(t) for t in pred["tau"]]
     }
 
 
