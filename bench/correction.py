@@ -25,6 +25,11 @@ nothing.  Two gates decide whether it is used:
               have a lower mean relative error than the uncorrected model, for
               most fit strikes, by at least `--margin`.
 
+Beside the corrections, the identified model's σ per test strike
+(`clashx.learn.strike_predictive`, from the ten fit strikes only) is scored:
+the coverage of its 50 % and 90 % ellipsoids and the rank correlation of σ
+and error.
+
 Scored on `--test-n` random test strikes of the same lab (lab A: the shipped
 200) against `post_velocity_true` (scoring only) at α = 0.1; the table gives
 each correction's change of accuracy against the uncorrected fit.  The rule the
@@ -47,8 +52,8 @@ from cmaes import LAB_DIR, run_lab  # bench/cmaes.py: strike_lab.py in a subproc
 
 import clashx
 from clashx.core import write_json
-from clashx.events import lab_recording, relative_error
-from clashx.learn import LabFitConfig, fit_recording
+from clashx.events import lab_recording, relative_error, speed_vector
+from clashx.learn import LabFitConfig, fit_recording, predictive_calibration, strike_predictive
 from clashx.scenes import geometry as geo
 from clashx.scenes import make_strike_sim
 from clashx.workflows import lab_truth
@@ -146,6 +151,9 @@ def fit_lab(shape: str, lab: str, seed: int, test_n: int, tmp: str) -> dict:
         return x
 
     h = jax.jit(jax.vmap(hidden))
+    sigma = predictive_calibration(
+        strike_predictive(fit, s_test), np.asarray(speed_vector(truth, geo.characteristic_length(shape)))
+    )
     f_fit, f_test = (np.asarray(clashx.predict(m, s, fit.params), np.float64) for s in (s_fit, s_test))
     mu, sd = np.asarray(m.out_mean[:3]), np.asarray(m.out_std[:3])
     return {
@@ -153,6 +161,7 @@ def fit_lab(shape: str, lab: str, seed: int, test_n: int, tmp: str) -> dict:
         "truth": truth, "f_fit": f_fit, "f_test": f_test, "out_std": np.asarray(m.out_std),
         "z_fit": (f_fit / s_fit[:, 2:] - mu) / sd, "z_test": (f_test / s_test[:, 2:] - mu) / sd,
         "h_fit": np.asarray(h(jnp.asarray(s_fit, jnp.float32))), "h_test": np.asarray(h(jnp.asarray(s_test, jnp.float32))),
+        "sigma": sigma,
     }  # fmt: skip
 
 
@@ -176,7 +185,7 @@ def main() -> None:
                 def acc(pred, fit=fit, length=length):
                     return float(np.mean(np.asarray(relative_error(pred, fit["truth"], length)) <= 0.1))
 
-                row = {"lab": lab, "seed": int(seed), "shape": shape, "base": acc(fit["f_test"])}
+                row = {"lab": lab, "seed": int(seed), "shape": shape, "base": acc(fit["f_test"]), "sigma": fit["sigma"]}
                 for kind in KINDS:
                     c = corrected(fit, kind, shape)
                     take = c["loo_better"] > 0.5 and c["loo_gain"] > a.margin
@@ -188,7 +197,10 @@ def main() -> None:
                     f"{k} {row[k]['evidence']:+.3f} / {row[k]['loo']:+.3f}{'*' if row[k]['loo_engaged'] else ' '}"
                     for k in KINDS
                 )
-                print(f"lab {lab} seed {seed:>2} {shape:<14} base {row['base']:.3f}  {cells}  "
+                sg = fit["sigma"]
+                print(f"lab {lab} seed {seed:>2} {shape:<14} base {row['base']:.3f}  {cells}  σ: median "
+                      f"{sg['sigma_rel_median']:.3f} / error {sg['err_rel_median']:.3f}, inside 50/90 % "
+                      f"{sg['coverage_50']:.2f}/{sg['coverage_90']:.2f}, Spearman {sg['spearman']:.2f}  "
                       f"[{time.perf_counter() - t0:.0f} s]", flush=True)  # fmt: skip
     print("change of α = 0.1 against the uncorrected fit, evidence gate / loo gate (* engaged):")
     for kind in KINDS:
@@ -196,6 +208,12 @@ def main() -> None:
             d = np.array([r[kind][gate] for r in rows])
             print(f"  {kind:<10} {gate:<9} worst {d.min():+.3f}  mean {d.mean():+.4f}  best {d.max():+.3f}  "
                   f"fits below -0.02: {int(np.sum(d < -0.02))} of {len(d)}")  # fmt: skip
+    cal = {k: np.array([r["sigma"][k] for r in rows]) for k in rows[0]["sigma"]}
+    print(f"σ per test strike (clashx.learn.strike_predictive, identified model): inside the 50 % ellipsoid "
+          f"{cal['coverage_50'].mean():.2f} ({cal['coverage_50'].min():.2f}-{cal['coverage_50'].max():.2f}), the 90 % "
+          f"{cal['coverage_90'].mean():.2f} ({cal['coverage_90'].min():.2f}-{cal['coverage_90'].max():.2f}); median σ / "
+          f"median error {np.mean(cal['sigma_rel_median'] / cal['err_rel_median']):.2f}; Spearman "
+          f"{cal['spearman'].mean():.2f} ({cal['spearman'].min():.2f}-{cal['spearman'].max():.2f})")  # fmt: skip
     if a.json:
         write_json(a.json, {"rows": rows, "margin": a.margin, "test_n": a.test_n})
         print(f"-> {a.json}")
