@@ -7,7 +7,7 @@ import pytest
 
 import clashx
 from clashx.events import speed_vector
-from clashx.learn import LabFit, predictive_calibration, strike_predictive
+from clashx.learn import LabFit, predictive, predictive_calibration, strike_predictive
 from clashx.scenes import geometry as geo
 from clashx.scenes import sample_strikes
 
@@ -61,3 +61,23 @@ def test_priors_bound_the_parameters_spread(fitted):
     assert std[space.index("torsion")] == 0.0
     assert std[space.index("mass")] <= 1.0 + PRIOR_TOL
     assert np.all(std <= np.sqrt(1 / 12) + PRIOR_TOL)  # the flat box's spread bounds the others
+
+
+def test_the_median_scale_ignores_a_few_outlier_labels():
+    """Three of 60 labels off by 50 %: the median-based τ stays within TAU_TOL of the bulk's, the RMS one does not."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(60, 3)) + 2.0
+    y = x + TAU * np.linalg.norm(x, axis=1, keepdims=True) * rng.normal(size=x.shape)
+    y[:3] *= 1.5
+
+    def fn(s, p):
+        return s * p[0]
+
+    def from_unit(u):
+        return 0.5 + u
+
+    taus = {s: predictive(fn, from_unit, np.array([0.5]), x, y, x[:2], noise_scale=s)["tau"] for s in ("mad", "rms")}
+    np.testing.assert_allclose(taus["mad"], TAU, rtol=2 * TAU_TOL)  # 60 residuals: a median's spread is ≈ 16 %
+    assert np.abs(taus["rms"] / TAU - 1).max() > 3 * TAU_TOL  # the RMS one is pulled up by the three
+    with pytest.raises(ValueError, match="noise_scale"):
+        predictive(fn, from_unit, np.array([0.5]), x, y, x[:2], noise_scale="std")

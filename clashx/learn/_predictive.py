@@ -61,6 +61,7 @@ def predictive(
     *,
     noise_from: Callable | None = None,
     prior_var: Float[np.ndarray, "p"] | None = None,
+    noise_scale: str = "rms",
 ) -> dict:
     """A model's predictions with their covariance (module docstring).
 
@@ -76,6 +77,10 @@ def predictive(
             fine-tuning.
         prior_var: the Gaussian prior's variance per unit coordinate (default 1/12 each, the box's spread);
             0 for a parameter held fixed.
+        noise_scale: how τ is read off the fit residuals: "rms" (their root mean square, degrees of freedom
+            corrected) or "mad" (1.4826 × their median absolute value, then the same correction: the bulk of
+            the residuals, where a few fit labels are outliers the predicted quantity does not share, as the
+            strike's labels read off tracks are against its true velocities).
 
     Returns:
         {"pred": (m, k), "cov": (m, k, k), "sigma_rel": (m,) √trace(cov) / ‖y_pred‖, the expected relative
@@ -97,7 +102,13 @@ def predictive(
     noisy = pred if noise_from is None else _predict_with_jacobian(noise_from, from_unit, x_fit, u_hat)[0]
     rel = (noisy - y_fit) / scale[:, None]
     dof = max(rel.size - int(np.sum(prior > 0)), 1)
-    tau2 = np.maximum(np.sum(rel**2, 0) * rel.size / (dof * len(rel)), 1e-12)
+    if noise_scale == "rms":
+        spread2 = np.mean(rel**2, 0)
+    elif noise_scale == "mad":
+        spread2 = (1.4826 * np.median(np.abs(rel), 0)) ** 2
+    else:
+        raise ValueError(f"predictive: noise_scale {noise_scale!r}: expected 'rms' or 'mad'")
+    tau2 = np.maximum(spread2 * rel.size / dof, 1e-12)
     w = 1.0 / (tau2[None] * scale[:, None] ** 2)  # (n, k)
     held = prior > 0  # a fixed parameter has no posterior spread
     cov_u = np.zeros((p, p))
