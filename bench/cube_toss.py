@@ -77,6 +77,11 @@ def main() -> None:
     ap.add_argument(
         "--rest-std", type=float, default=0.1, help="the CMA-ES refit's initial step, in the prior's unit box"
     )
+    ap.add_argument(
+        "--rigid-joint",
+        action="store_true",
+        help="clashx_rigid's CMA-ES refit searches the rigid law's parameters jointly with MJX's on whole tosses",
+    )
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--plot", default=None, help="PNG of a few tosses, real against each method")
@@ -91,6 +96,7 @@ def main() -> None:
         rest_generations=a.rest_generations,
         rest_starts=a.rest_starts,
         rest_std=a.rest_std,
+        rigid_joint=a.rigid_joint,
         methods=tuple(m.strip() for m in a.methods.split(",") if m.strip()),
     )
     print(f"device: {jax.default_backend()} ({jax.devices()[0].device_kind}); seed {a.seed}")

@@ -378,6 +378,14 @@ def test_fit_between_impacts_recovers_the_simulating_parameters(sim):
     )
     start_cost, _ = _cost_at(sim, impact, states, p_imp, tracks, start)
     assert cost < start_cost and len(history) == 2
+    # jointly with the handler's parameters (here MJX's box; the stopping handler ignores them): the start is exact
+    space = T.cube_space()
+    p, cost, _ = F.fit_between_impacts(
+        sim, impact, states, rest_true, tracks, rest_true, key=jax.random.PRNGKey(0), population=4, generations=1,
+        impact_box=(space.from_unit, space.to_unit),
+    )  # fmt: skip
+    assert cost < 1e-10 and p.shape == (6,)
+    np.testing.assert_allclose(p, np.concatenate([rest_true, rest_true]), rtol=1e-5)
 
 
 def test_levenberg_marquardt_jacobian_is_the_residuals_central_differences(sim):

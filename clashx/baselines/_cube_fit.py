@@ -297,6 +297,7 @@ def fit_between_impacts(
     population: int = 8,
     generations: int = 6,
     std_init: float = 0.1,
+    impact_box: tuple[Callable, Callable] | None = None,
 ) -> tuple[np.ndarray, float, np.ndarray]:
     """MJX's contact parameters between impacts, refit on whole recorded tosses through the every-impact hybrid.
 
@@ -307,23 +308,37 @@ def fit_between_impacts(
     (a `CubeSurrogate`, or the rigid law `clashx.scenes.rigid_cube_window`).  The rest
     parameters are `sim.space`'s.  Each generation is one batched rollout of population × tosses.
 
+    With `impact_box` = (from_unit, to_unit) of the handler's parameters, those are searched too,
+    jointly with the rest parameters (one unit box, started at (`params`, `rest0`)): the impact law
+    is then fitted to the whole tosses, not only to its impacts.
+
     Returns:
         (rest params (3,), their cost, the best cost of each generation); `rest0`
-        itself competes, so the cost never exceeds its.
+        itself competes, so the cost never exceeds its.  With `impact_box`, the params are
+        (impact params (p,), rest params (3,)) concatenated.
     """
 
     real, mask = pad_tracks(tracks)
     n, n_frames = mask.shape
     states = np.asarray(initial_states, np.float64)
 
+    p_imp = np.asarray(params, np.float64)
+    n_imp = 0 if impact_box is None else len(p_imp)
+
+    def split(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rest = np.asarray(sim.space.from_unit(jnp.asarray(u[:, n_imp:])), np.float64)
+        if impact_box is None:
+            return np.broadcast_to(p_imp, (len(u), len(p_imp))), rest
+        return np.asarray(impact_box[0](jnp.asarray(u[:, :n_imp])), np.float64), rest
+
     def losses(u: np.ndarray) -> np.ndarray:
-        rest = np.asarray(sim.space.from_unit(jnp.asarray(u)), np.float64)
+        imp, rest = split(u)
         k = len(u)
         frames = hybrid_tosses(
             sim,
             impact,
             np.tile(states, (k, 1)),
-            params,
+            np.repeat(imp, n, 0),
             n_frames,
             rest_params=np.repeat(rest, n, 0),
             every_impact=True,
@@ -332,13 +347,16 @@ def fit_between_impacts(
         return np.array([float(jnp.sum(trajectory_residuals(f, real, mask) ** 2)) for f in frames])
 
     u0 = np.clip(np.asarray(sim.space.to_unit(jnp.asarray(rest0)), np.float64), 0.02, 0.98)
+    if impact_box is not None:
+        u0 = np.concatenate([np.clip(np.asarray(impact_box[1](jnp.asarray(p_imp)), np.float64), 0.02, 0.98), u0])
     # the start in a batch of the generations' shape: one compiled rollout for all (a batch of one compiled
     # apart took 7.6 s on 2 CPU cores, the padded batch 2.7 s)
     start = (u0, float(losses(np.repeat(u0[None], population, 0))[0]))
     u, cost, history = cmaes_in_box(
         losses, u0, key=key, population=population, generations=generations, std_init=std_init, best=start
     )
-    return np.asarray(sim.space.from_unit(jnp.asarray(u)), np.float64), cost, history
+    imp, rest = split(np.asarray(u, np.float64)[None])
+    return (rest[0] if impact_box is None else np.concatenate([imp[0], rest[0]])), cost, history
 
 
 def speed_vector(state: Float[Array, "13"]) -> Float[Array, "6"]:

@@ -58,6 +58,7 @@ from ..scenes import (
     WINDOW,
     make_toss_sim,
     rigid_cube_window,
+    rigid_from_unit,
     simulate_tosses_c,
 )
 from ..surrogate import load_cube_surrogate, shipped_cube_surrogate
@@ -93,6 +94,8 @@ class CubeTossConfig:
         rest_generations, rest_population, rest_std: CMA-ES refit of clashx's MJX parameters between impacts through
             the every-impact hybrid on the fit tosses (`fit_between_impacts`); 0 generations keeps the
             Levenberg-Marquardt fit (which `clashx_first` always uses).
+        rigid_joint: clashx_rigid's CMA-ES refit searches the rigid law's four parameters jointly with MJX's
+            three on the whole fit tosses (`fit_between_impacts(impact_box=...)`), from the impacts' fit.
         methods: which of `METHODS` to run (default: all).
     """
 
@@ -109,6 +112,7 @@ class CubeTossConfig:
     rest_generations: int = 6
     rest_population: int = 8
     rest_std: float = 0.1
+    rigid_joint: bool = False
     methods: tuple[str, ...] = METHODS
 
     def __post_init__(self):
@@ -291,10 +295,14 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         p_rig_lm = _rest_lm(sim, post_rig, fit, fit_tracks, p_imp, k_rig_rest, config, log)
         p_rig_rest = p_rig_lm
         if config.rest_generations:
-            p_rig_rest, _, _ = fit_between_impacts(
+            low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
+            box = (rigid_from_unit, lambda p: (p - low) / (high - low)) if config.rigid_joint else None
+            p_both, _, _ = fit_between_impacts(
                 sim, rigid_cube_window, fit["initial_state"], p_rig, fit_tracks, p_rig_lm, key=k_rig_between,
                 population=config.rest_population, generations=config.rest_generations, std_init=config.rest_std,
+                impact_box=box,
             )  # fmt: skip
+            p_rig, p_rig_rest = (p_both[:-3], p_both[-3:]) if config.rigid_joint else (p_rig, p_both)
         t_fit = time.perf_counter() - t0
         tracks_rig = hybrid_tosses(
             sim, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
