@@ -6,7 +6,20 @@ import numpy as np
 import pytest
 
 from clashx.baselines import identify_rigid_impacts, impact_posts, impact_speed_errors
-from clashx.scenes import CORNER_SIGNS, CUBE_INERTIA, CUBE_MASS, HALF, WINDOW, quat_exp, quat_to_mat, rigid_cube_window
+from clashx.scenes import (
+    CORNER_SIGNS,
+    CUBE_INERTIA,
+    CUBE_MASS,
+    HALF,
+    RIGID_HIGH,
+    RIGID_LOW,
+    WINDOW,
+    quat_exp,
+    quat_to_mat,
+    rigid_cube_window,
+    rigid_from_unit,
+    rigid_to_unit,
+)
 from clashx.scenes._cube_rigid import STEPS
 
 G = 9.81
@@ -107,3 +120,13 @@ def test_hybrid_takes_the_rigid_law_as_its_handler():
     assert flying.sum() >= 3
     want = np.array([free_flight(post, tt - t_out) for tt in t[flying]])
     assert np.abs(frames[flying, 4:7] - want[:, 4:7]).max() < HYBRID_RIGID_TOL
+
+
+def test_the_rigid_box_maps_both_ways_in_numpy_and_in_jax():
+    """`rigid_to_unit` inverts `rigid_from_unit`; a JAX array maps to the same values and is differentiable."""
+    u = np.array([0.1, 0.5, 0.7, 0.3])
+    p = rigid_from_unit(u)
+    np.testing.assert_allclose(rigid_to_unit(p), u, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(rigid_from_unit(jnp.asarray(u, jnp.float32))), p, rtol=1e-6)
+    jac = jax.jacfwd(rigid_from_unit)(jnp.asarray(u, jnp.float32))
+    np.testing.assert_allclose(np.diag(np.asarray(jac)), np.asarray(RIGID_HIGH) - np.asarray(RIGID_LOW), rtol=1e-6)

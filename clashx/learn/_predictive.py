@@ -51,6 +51,12 @@ def _predict_with_jacobian(fn: Callable, from_unit: Callable, x: np.ndarray, u: 
     return np.asarray(pred, np.float64), np.asarray(jac, np.float64)
 
 
+def _predict(fn: Callable, from_unit: Callable, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """y (n, k) of inputs `x` at unit parameters `u` (no Jacobian)."""
+    one = jax.jit(jax.vmap(lambda s, z: fn(s, from_unit(z)), in_axes=(0, None)))
+    return np.asarray(one(jnp.asarray(x, jnp.float32), jnp.asarray(u, jnp.float32)), np.float64)
+
+
 def predictive(
     fn: Callable,
     from_unit: Callable,
@@ -99,7 +105,7 @@ def predictive(
         raise ValueError(f"predictive: the model gives {pred.shape[1:]} outputs per event, y_fit {y_fit.shape[1:]}")
     k = pred.shape[1]
     scale = np.maximum(np.linalg.norm(pred, axis=1), 1e-9)
-    noisy = pred if noise_from is None else _predict_with_jacobian(noise_from, from_unit, x_fit, u_hat)[0]
+    noisy = pred if noise_from is None else _predict(noise_from, from_unit, x_fit, u_hat)
     rel = (noisy - y_fit) / scale[:, None]
     dof = max(rel.size - int(np.sum(prior > 0)), 1)
     if noise_scale == "rms":

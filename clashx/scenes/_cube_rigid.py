@@ -106,6 +106,13 @@ def rigid_cube_window(pre: Float[Array, "13"], params: Float[Array, "4"]) -> Flo
 
 
 def rigid_from_unit(u: Float[np.ndarray, "... 4"]) -> np.ndarray:
-    """Rigid-law parameters from the unit box (linear in every one)."""
+    """Rigid-law parameters from the unit box (linear in every one): NumPy (float64) in and out, or a JAX
+    array in and out (traceable, for Jacobians in the box)."""
     low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
-    return low + np.asarray(u, np.float64) * (high - low)
+    return low + (u if isinstance(u, jax.Array) else np.asarray(u, np.float64)) * (high - low)
+
+
+def rigid_to_unit(params: Float[np.ndarray, "... 4"]) -> np.ndarray:
+    """The inverse of `rigid_from_unit`."""
+    low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
+    return ((params if isinstance(params, jax.Array) else np.asarray(params, np.float64)) - low) / (high - low)

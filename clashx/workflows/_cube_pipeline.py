@@ -52,13 +52,12 @@ from ..learn import finetune_cube, identify_cube
 from ..scenes import (
     CUBE_FRICTION,
     FRAME_DT,
-    RIGID_HIGH,
-    RIGID_LOW,
     RIGID_NAMES,
     WINDOW,
     make_toss_sim,
     rigid_cube_window,
     rigid_from_unit,
+    rigid_to_unit,
     simulate_tosses_c,
 )
 from ..surrogate import load_cube_surrogate, shipped_cube_surrogate
@@ -295,23 +294,19 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         p_rig_lm = _rest_lm(sim, post_rig, fit, fit_tracks, p_imp, k_rig_rest, config, log)
         p_rig_rest = p_rig_lm
         if config.rest_generations:
-            low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
-            box = (rigid_from_unit, lambda p: (p - low) / (high - low)) if config.rigid_joint else None
+            box = (rigid_from_unit, rigid_to_unit) if config.rigid_joint else None
             p_both, _, _ = fit_between_impacts(
                 sim, rigid_cube_window, fit["initial_state"], p_rig, fit_tracks, p_rig_lm, key=k_rig_between,
                 population=config.rest_population, generations=config.rest_generations, std_init=config.rest_std,
                 impact_box=box,
             )  # fmt: skip
-            p_rig, p_rig_rest = (p_both[:-3], p_both[-3:]) if config.rigid_joint else (p_rig, p_both)
+            p_rig, p_rig_rest = (p_both[: len(p_rig)], p_both[len(p_rig) :]) if config.rigid_joint else (p_rig, p_both)
         t_fit = time.perf_counter() - t0
         tracks_rig = hybrid_tosses(
             sim, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
         )
         extra = {"rest_params": p_rig_rest.tolist(), "rigid_fit_loss": rig_loss, "rigid_names": list(RIGID_NAMES)}
-        low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
-        extra["sigma"] = _sigma(
-            rigid_cube_window, lambda u: low + u * (high - low), (p_rig - low) / (high - low), fit_all, evs, log
-        )
+        extra["sigma"] = _sigma(rigid_cube_window, rigid_from_unit, rigid_to_unit(p_rig), fit_all, evs, log)
         record(
             "clashx_rigid", p_rig, tracks_rig, impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0], t_fit, extra
         )
