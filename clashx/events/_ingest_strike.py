@@ -69,20 +69,13 @@ file's well-measured strikes (one table, one block: the deceleration a, the
 veer as a function of the heading in the block frame, and the spin
 deceleration as α0 + κ|ω|/speed, torsional friction plus the spin-slide
 coupling of distributed Coulomb friction; Goyal, Ruina & Papadopoulos, 1991).
-Where fewer than `MIN_POOLED` spins are measured well alone (a spin that stops
-within a few samples: a file of ten strikes, a table with strong torsional
-friction), the spin law is instead fitted to every strike's yaw at once
-(`clashx.events._spin_law`).  Nothing is taken from the lab's parameter file.
+Nothing is taken from the lab's parameter file.
 
 On lab A's 200-strike files the median relative error (`clashx.events._metrics`)
 of the ingested velocities is 4.2 % (square), 4.5 % (semi-cylinder) and 4.0 %
 (triangle), 90th percentiles 13-17 %.  What remains is mostly motion-capture
 noise on slow strikes (a block at 0.1 m/s slides 2 mm, four noise std) and,
 for the semi-cylinder, a path that curves less regularly than the model.
-On files of ten strikes (labs A, C and D of `bench/correction.py`, three shapes,
-six files each, 540 strikes of a fresh seed) the joint spin law lowers the mean
-relative error from 0.166 to 0.138 and the 90th percentile from 0.38 to 0.32;
-the median moves from 0.082 to 0.077.
 """
 
 from __future__ import annotations
@@ -100,7 +93,6 @@ from ._ingest_checks import MIN_SLIDE_SAMPLES as MIN_SLIDE_SAMPLES
 from ._ingest_checks import RELEASE_AFTER as RELEASE_AFTER
 from ._ingest_checks import REQUIRED_KEYS as REQUIRED_KEYS
 from ._ingest_checks import check_recording
-from ._spin_law import spin_law
 
 NOISE = (5e-4, 4e-3)  # default motion-capture noise std: position (m), yaw (rad) (SCENE.md)
 REST_SAMPLES = 5  # last samples averaged into the rest pose
@@ -112,7 +104,6 @@ MIN_POOLED = 3  # well-measured strikes needed to pool a prior term
 MIN_POOLED_VEER_LAW = 15  # ... and to resolve how the veer depends on the heading
 WELL_MEASURED_SAMPLES = 12  # slide (or spin) samples that make a strike well measured
 _STOP_RANGE = (1 / 480, 10.0)  # s, range of stop times searched
-SPIN_SPREAD = 0.15  # relative spread of the spin law fitted jointly (`spin_law`) about its value
 
 
 class SlidePrior(NamedTuple):
@@ -362,23 +353,17 @@ def _robust_lstsq(x: np.ndarray, y: np.ndarray, floor: float):
     return coef, s, cov
 
 
-def slide_prior(
-    fits: list[SlideFit], noise=NOISE, spin_tracks: list[tuple[np.ndarray, np.ndarray]] | None = None
-) -> SlidePrior:
+def slide_prior(fits: list[SlideFit], noise=NOISE) -> SlidePrior:
     """Pool what strikes on one table share from their individual fits (module docs).
 
     A strike counts for the deceleration and veer if its slide spans at least
     `WELL_MEASURED_SAMPLES` samples, for the spin if its spin spans at least 4
     samples and turns by at least 10 yaw-noise standard deviations.  A term is
-    None when fewer than `MIN_POOLED` strikes count, except the spin's: given
-    `spin_tracks`, the spin law is then fitted to all strikes at once
-    (`clashx.events._spin_law.spin_law`; its spread `SPIN_SPREAD` of its value),
-    provided at least one strike turned by 10 noise std.
+    None when fewer than `MIN_POOLED` strikes count.
 
     Args:
         fits: `fit_slide` results without a prior, one per touched strike.
         noise: (position m, yaw rad) standard deviations of the samples.
-        spin_tracks: per fit, (s since release, unwrapped yaw) of its samples at or after release; or None.
 
     Returns:
         A `SlidePrior`.
@@ -406,18 +391,7 @@ def slide_prior(
         and abs(f.rate) * f.spin_stop_time / 2 >= 10 * noise[1]
         and f.speed > 0
     ]
-    if len(spins) < MIN_POOLED and spin_tracks is not None:
-        # Too few spins measured alone: fit the law to every strike at once, if any strike turned.
-        turned = [
-            f
-            for f, (tau, _) in zip(fits, spin_tracks, strict=True)
-            if f.speed > 0 and abs(f.rate) * min(f.spin_stop_time, tau[-1]) / 2 >= 10 * noise[1]
-        ]
-        if turned:
-            a0, kappa = spin_law([(tau, yaw, max(f.speed, 1e-3)) for f, (tau, yaw) in zip(fits, spin_tracks)], noise[1])
-            law = [a0 + kappa * abs(f.rate) / f.speed for f in turned]
-            spin = (a0, kappa, SPIN_SPREAD * float(np.median(law)), np.zeros((2, 2)))
-    elif len(spins) >= MIN_POOLED:
+    if len(spins) >= MIN_POOLED:
         alpha = np.array([f.spin_deceleration for f in spins])
         x = np.array([abs(f.rate) / f.speed for f in spins])
         floor = 0.1 * float(np.median(alpha))
@@ -525,12 +499,7 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
 
     rows = np.flatnonzero(touched)
     first = [fit_slide(*tracks[i], t_touch[i] + RELEASE_AFTER, point=point, noise=noise) for i in rows]
-    spin_tracks = []
-    for r in map(int, rows):
-        t_r, pose_r = tracks[r]
-        after = t_r >= t_touch[r] + RELEASE_AFTER - 1e-9
-        spin_tracks.append((t_r[after] - t_touch[r] - RELEASE_AFTER, np.unwrap(pose_r[after, 2])))
-    prior = slide_prior(first, noise, spin_tracks)
+    prior = slide_prior(first, noise)
     post_velocity = np.full((n, 3), np.nan)
     for i in map(int, rows):
         post_velocity[i] = estimate_post_velocity(
