@@ -183,13 +183,19 @@ def main() -> None:
                          "still from the tracks); how much of their failure is the labels' noise")  # fmt: skip
     ap.add_argument("--json")
     a = ap.parse_args()
-    rows = []
+    rows: list[dict] = []
+    skipped: list[dict] = []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for item in a.labs.split(","):
             lab, seed = item.split(":")
             for shape in a.shapes.split(","):
-                fit = fit_lab(shape, lab, int(seed), a.test_n, tmp, a.true_labels)
+                try:
+                    fit = fit_lab(shape, lab, int(seed), a.test_n, tmp, a.true_labels)
+                except ValueError as e:  # e.g. too few measured slides to read the ground from: reported, skipped
+                    print(f"lab {lab} seed {seed:>2} {shape:<14} skipped: {e}", flush=True)
+                    skipped.append({"lab": lab, "seed": int(seed), "shape": shape, "reason": str(e)})
+                    continue
                 length = geo.characteristic_length(shape)
 
                 def acc(pred, fit=fit, length=length):
@@ -213,6 +219,9 @@ def main() -> None:
                       f"{sg['sigma_rel_median']:.3f} / error {sg['err_rel_median']:.3f}, inside 50/90 % "
                       f"{sg['coverage_50']:.2f}/{sg['coverage_90']:.2f}, Spearman {sg['spearman']:.2f}  "
                       f"[{time.perf_counter() - t0:.0f} s]", flush=True)  # fmt: skip
+    if not rows:
+        raise SystemExit(f"no fit succeeded ({len(skipped)} skipped, reasons above)")
+    print(f"{len(rows)} fits, {len(skipped)} skipped")
     print("change of α = 0.1 against the uncorrected fit, evidence gate / loo gate (* engaged):")
     for kind in KINDS:
         for gate in ("evidence", "loo"):
@@ -226,7 +235,8 @@ def main() -> None:
           f"median error {np.mean(cal['sigma_rel_median'] / cal['err_rel_median']):.2f}; Spearman "
           f"{cal['spearman'].mean():.2f} ({cal['spearman'].min():.2f}-{cal['spearman'].max():.2f})")  # fmt: skip
     if a.json:
-        write_json(a.json, {"rows": rows, "margin": a.margin, "test_n": a.test_n, "true_labels": a.true_labels})
+        write_json(a.json, {"rows": rows, "skipped": skipped, "margin": a.margin, "test_n": a.test_n,
+                            "true_labels": a.true_labels})  # fmt: skip
         print(f"-> {a.json}")
 
 
