@@ -39,11 +39,18 @@ import time
 import jax
 import numpy as np
 
-from clashx.baselines import identify_rigid_impacts, impact_posts, impact_speed_errors, speed_vectors
+from clashx.baselines import (
+    identify_mujoco_impacts,
+    identify_rigid_impacts,
+    impact_posts,
+    impact_speed_errors,
+    mujoco_windows_c,
+    speed_vectors,
+)
 from clashx.core import write_json
 from clashx.events import data_path, ingest_cube_tosses
 from clashx.learn import identify_cube
-from clashx.scenes import RIGID_NAMES, rigid_cube_window
+from clashx.scenes import RIGID_NAMES, cube_space, make_toss_sim, rigid_cube_window
 from clashx.surrogate import shipped_cube_surrogate
 
 BLEND_WEIGHTS = np.linspace(0.0, 1.0, 21)
@@ -76,6 +83,13 @@ def main() -> None:
     k_sur, k_rig = jax.random.split(jax.random.PRNGKey(1000))
     p_sur_c, _ = identify_cube(surrogate, first["pre_state"], first["post_state"], key=k_sur)
     p_rig_c, _ = identify_rigid_impacts(first["pre_state"], first["post_state"], key=k_rig, generations=a.generations)
+    sim = make_toss_sim()
+    spaces = {"MuJoCo C": cube_space(), "MuJoCo C + inertia": cube_space(inertia=True)}
+    p_mj_c = {
+        name: identify_mujoco_impacts(sim, sp, first["pre_state"], first["post_state"], key=k_rig,
+                                      generations=a.generations)[0]
+        for name, sp in spaces.items()
+    }  # fmt: skip
     print(f"ceilings fitted on all {n} first impacts: rigid ({NAMES}) {np.round(p_rig_c, 3).tolist()}"
           f"   [{time.perf_counter() - t0:.0f} s]")  # fmt: skip
     for seed in (int(s) for s in a.seeds.split(",")):
@@ -88,6 +102,11 @@ def main() -> None:
         p_rig, _ = identify_rigid_impacts(
             fit_all["pre_state"], fit_all["post_state"], key=k2, generations=a.generations
         )
+        p_mj = {
+            name: identify_mujoco_impacts(sim, sp, fit_all["pre_state"], fit_all["post_state"], key=k2,
+                                          generations=a.generations)[0]
+            for name, sp in spaces.items()
+        }  # fmt: skip
         real = ev["post_state"]
         preds = {
             "surrogate, fit": impact_posts(surrogate, ev["pre_state"], p_sur)[0],
@@ -95,6 +114,9 @@ def main() -> None:
             "surrogate, ceiling": impact_posts(surrogate, ev["pre_state"], p_sur_c)[0],
             "rigid, ceiling": impact_posts(rigid_cube_window, ev["pre_state"], p_rig_c)[0],
         }
+        for name, sp in spaces.items():
+            preds[f"{name}, fit"] = mujoco_windows_c(sim, sp, ev["pre_state"], p_mj[name])[0]
+            preds[f"{name}, ceiling"] = mujoco_windows_c(sim, sp, ev["pre_state"], p_mj_c[name])[0]
         rows = {k: impact_speed_errors(p, real) for k, p in preds.items()}
         u_s, u_r = speed_vectors(preds["surrogate, ceiling"]), speed_vectors(preds["rigid, ceiling"])
         u_real = speed_vectors(real)
@@ -107,14 +129,23 @@ def main() -> None:
         res = {
             k: {"median_rel_err": float(np.median(e)), "alpha_0.1": float(np.mean(e <= 0.1))} for k, e in rows.items()
         }
-        res["params"] = {"rigid_fit": p_rig.tolist(), "rigid_ceiling": p_rig_c.tolist(),
-                         "surrogate_fit": np.asarray(p_sur).tolist(), "surrogate_ceiling": np.asarray(p_sur_c).tolist()}  # fmt: skip
+        res["params"] = {
+            "rigid_fit": p_rig.tolist(),
+            "rigid_ceiling": p_rig_c.tolist(),
+            "surrogate_fit": np.asarray(p_sur).tolist(),
+            "surrogate_ceiling": np.asarray(p_sur_c).tolist(),
+        }
+        res["params"] |= {f"{k}, fit": v.tolist() for k, v in p_mj.items()}
+        res["params"] |= {f"{k}, ceiling": v.tolist() for k, v in p_mj_c.items()}  # fmt: skip
         out["seeds"][seed] = res
         print(f"seed {seed}: fit on {len(fit_all['toss_id'])} impacts of {a.fit} tosses, scored on {len(real)} first impacts"
               f"   [{time.perf_counter() - t0:.0f} s]")  # fmt: skip
         for k, e in rows.items():
             print(f"  {k:<44} median {np.median(e):.3f}   α = 0.1 {np.mean(e <= 0.1):.3f}")
         print(f"  rigid ({NAMES}): fit {np.round(p_rig, 3).tolist()}, ceiling {np.round(p_rig_c, 3).tolist()}")
+        for name, sp in spaces.items():
+            print(f"  {name} ({', '.join(sp.names)}): fit {np.round(p_mj[name], 4).tolist()}, "
+                  f"ceiling {np.round(p_mj_c[name], 4).tolist()}")  # fmt: skip
     if a.json:
         write_json(a.json, out)
         print(f"-> {a.json}")

@@ -12,11 +12,13 @@ from ._baselines import predict_mlp as predict_mlp
 from ._baselines import train_velocity_mlp as train_velocity_mlp
 from ._cube_fit import HORIZONS as HORIZONS
 from ._cube_fit import fit_between_impacts as fit_between_impacts
+from ._cube_fit import identify_mujoco_impacts as identify_mujoco_impacts
 from ._cube_fit import identify_rigid_impacts as identify_rigid_impacts
 from ._cube_fit import identify_sysid as identify_sysid
 from ._cube_fit import identify_trajectory_mjx as identify_trajectory_mjx
 from ._cube_fit import impact_posts as impact_posts
 from ._cube_fit import impact_speed_errors as impact_speed_errors
+from ._cube_fit import mujoco_windows_c as mujoco_windows_c
 from ._cube_fit import pad_tracks as pad_tracks
 from ._cube_fit import rollout_c as rollout_c
 from ._cube_fit import speed_vector as speed_vector

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, PRNGKeyArray, as_float64, levenberg_marquardt
+from ..core import Array, Float, ParamSpace, PRNGKeyArray, as_float64, levenberg_marquardt
 from ..core import batch as _batch
 from ..hybrid import hybrid_tosses, rest_rollout
 from ..optimize import cmaes_in_box
@@ -49,6 +49,7 @@ from ..scenes import (
     CUBE_MASS,
     FRAME_DT,
     HALF,
+    WINDOW,
     TossSim,
     quat_mul,
     quat_to_mat,
@@ -396,6 +397,63 @@ def impact_posts(
     """
     pre_j = jnp.asarray(pre, jnp.float32)
     return np.asarray(_posts(impact, pre_j, jnp.asarray(np.atleast_2d(params), jnp.float32)), np.float64)
+
+
+def mujoco_windows_c(
+    sim: TossSim, space: ParamSpace, pre: Float[np.ndarray, "n 13"], params: Float[np.ndarray, "k p"], nthread: int = 0
+) -> np.ndarray:
+    """MuJoCo C's post-window states (k, n, 13) of impacts `pre` at k parameter vectors of `space`.
+
+    Each impact's pre-impact state is rolled out for the impact window (`WINDOW`, the surrogate's
+    and the rigid law's) in one `mujoco.batch` of k × n worlds, each world with its row of
+    `params` written (`space` may be `cube_space(inertia=True)`: the model is prepared for it).
+    """
+    pre = np.asarray(pre, np.float64)
+    params = np.atleast_2d(np.asarray(params, np.float64))
+    model = space.prepare(sim.mj_model())
+    k, n = len(params), len(pre)
+    batch = _batch.make_batch(model, space, space.rows(model), np.repeat(params, n, axis=0), nsim=k * n,
+                              nthread=nthread)  # fmt: skip
+    states = np.tile(pre, (k, 1))
+    rec = _batch.rollout(
+        batch, np.c_[states[:, 4:7], states[:, 0:4]], np.c_[states[:, 10:13], states[:, 7:10]],
+        int(round(WINDOW / sim.dt)), record=("qpos", "qvel"),
+    )  # fmt: skip
+    q, v = rec["qpos"][:, -1], rec["qvel"][:, -1]
+    return np.concatenate([q[:, 3:7], q[:, 0:3], v[:, 3:6], v[:, 0:3]], -1).reshape(k, n, 13)
+
+
+def identify_mujoco_impacts(
+    sim: TossSim,
+    space: ParamSpace,
+    pre: Float[np.ndarray, "n 13"],
+    post: Float[np.ndarray, "n 13"],
+    *,
+    key: PRNGKeyArray,
+    population: int = 16,
+    generations: int = 30,
+    restarts: int = 3,
+) -> tuple[np.ndarray, float]:
+    """MuJoCo C's parameters (of `space`) that fit observed cube impacts: `identify_rigid_impacts`' search and loss
+    (CMA-ES over the unit box, mean relative error of the speed vectors `WINDOW` after contact) on
+    `mujoco_windows_c`.
+
+    Returns:
+        (params (p,), their mean relative error).
+    """
+    pre, post = np.asarray(pre, np.float64), np.asarray(post, np.float64)
+    if len(pre) == 0 or pre.shape != post.shape or pre.shape[1:] != (13,):
+        raise ValueError(f"identify_mujoco_impacts: pre {pre.shape} and post {post.shape} must both be (n ≥ 1, 13)")
+
+    def losses(u: np.ndarray) -> np.ndarray:
+        x = np.asarray(space.from_unit(jnp.asarray(u)), np.float64)
+        return impact_speed_errors(mujoco_windows_c(sim, space, pre, x), post).mean(-1)
+
+    u, loss, _ = cmaes_in_box(
+        losses, np.full(space.size, 0.5), key=key, population=population, generations=generations, std_init=0.25,
+        restarts=restarts,
+    )  # fmt: skip
+    return np.asarray(space.from_unit(jnp.asarray(u)), np.float64), float(loss)
 
 
 def identify_rigid_impacts(

@@ -412,7 +412,9 @@ class ParamSpace(eqx.Module):
             arrays = {f: getattr(target, f) for f in self.written_fields()}
             self._write_numpy(arrays, rows, values)
             return
-        arrays = {f: target.expand(f) for f in self.written_fields()}  # (nsim, ...) views
+        # (nsim, ...) views; the derived constants read mass, centre of mass and inertia even where one is not written
+        fields = self.written_fields() | ({"body_mass", "body_ipos", "body_inertia"} if rows.bodies else set())
+        arrays = {f: target.expand(f) for f in fields}
         for j, ts in enumerate(self.targets):  # every world at once
             for t, slot in zip(ts, rows.slots[j]):
                 if slot.row < 0:

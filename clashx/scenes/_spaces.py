@@ -81,21 +81,29 @@ def contact_space(n_pieces: int = 1) -> ParamSpace:
     )
 
 
-def cube_space() -> ParamSpace:
+def cube_space(inertia: bool = False) -> ParamSpace:
     """Contact parameters of the cube toss: friction, time constant and damping ratio of the cube-table contact.
 
     The table touches the cube at its eight corners, one pair each
-    (`_scenes.CUBE_PAIRS`); every parameter is written into all eight.
+    (`_scenes.CUBE_PAIRS`); every parameter is written into all eight.  With
+    `inertia`, a fourth parameter scales the cube's principal inertia
+    (× the drawing's, 0.6-3, as the rigid law's `RIGID_LOW`/`RIGID_HIGH`): the
+    mass distribution, which the three contact knobs hold fixed (MuJoCo C
+    models only: `prepare` them first; the shipped cube surrogate is not
+    conditioned on it).
     """
     pairs = tuple(f"cube_table{i}" for i in range(8))  # _scenes.CUBE_PAIRS (no import: _scenes is MJCF only)
-    return ParamSpace(
-        names=("mu", "timeconst", "dampratio"),
-        low=(0.05, 0.002, 0.1),
-        high=(0.6, 0.04, 2.0),
-        targets=(
-            tuple(Target("pair_friction", p, (0, 1)) for p in pairs),
-            tuple(Target("pair_solref", p, (0,)) for p in pairs),
-            tuple(Target("pair_solref", p, (1,)) for p in pairs),
-        ),
-        log_scale=(False, True, False),
+    names: tuple[str, ...] = ("mu", "timeconst", "dampratio")
+    low: tuple[float, ...] = (0.05, 0.002, 0.1)
+    high: tuple[float, ...] = (0.6, 0.04, 2.0)
+    targets: tuple[tuple[Target, ...], ...] = (
+        tuple(Target("pair_friction", p, (0, 1)) for p in pairs),
+        tuple(Target("pair_solref", p, (0,)) for p in pairs),
+        tuple(Target("pair_solref", p, (1,)) for p in pairs),
     )
+    log_scale: tuple[bool, ...] = (False, True, False)
+    if inertia:
+        names, low, high = names + ("inertia",), low + (0.6,), high + (3.0,)
+        targets = targets + ((Target("body_inertia", "cube", (0, 1, 2), kind="body", mode="scale", ref=1.0),),)
+        log_scale = log_scale + (False,)
+    return ParamSpace(names=names, low=low, high=high, targets=targets, log_scale=log_scale)
