@@ -26,6 +26,11 @@ not drawn for fitting; each `--seeds` draw of `--fit` tosses as in
 * `surrogate, ceiling`  identified on all tosses' first impacts, the scored ones included (an oracle: MuJoCo's class);
 * `rigid, ceiling`      the rigid law fitted the same way (an oracle: the rigid class);
 * `blend, ceiling`      the two ceilings' speed vectors mixed with the weight that fits best (an oracle).
+* `MuJoCo C, fit` / `, ceiling`     MuJoCo C itself (`mujoco_windows_c`: its window from the same
+                        pre-impact states), (μ, time constant, damping ratio) by the same CMA-ES;
+* `MuJoCo C + inertia, fit` / `, ceiling`   the same with the cube's inertia a fourth parameter
+                        (`cube_space(inertia=True)`): whether MuJoCo's class with the mass
+                        distribution free closes the gap to the rigid law.
 
 A family whose ceiling is lower than the surrogate's is worth distilling beside
 MuJoCo's (a surrogate conditioned on the family); one whose ceiling is not is not.
