@@ -82,6 +82,11 @@ def main() -> None:
         action="store_true",
         help="clashx_rigid's CMA-ES refit searches the rigid law's parameters jointly with MJX's on whole tosses",
     )
+    ap.add_argument(
+        "--rigid-inertia",
+        action="store_true",
+        help="clashx_rigid's MJX between impacts runs a cube with the rigid law's fitted inertia",
+    )
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--plot", default=None, help="PNG of a few tosses, real against each method")
@@ -97,6 +102,7 @@ def main() -> None:
         rest_starts=a.rest_starts,
         rest_std=a.rest_std,
         rigid_joint=a.rigid_joint,
+        rigid_inertia=a.rigid_inertia,
         methods=tuple(m.strip() for m in a.methods.split(",") if m.strip()),
     )
     print(f"device: {jax.default_backend()} ({jax.devices()[0].device_kind}); seed {a.seed}")

@@ -13,7 +13,6 @@ from clashx.scenes import (
     CUBE_INERTIA,
     HALF,
     WINDOW,
-    _scenes,
     cube_space,
     make_toss_sim,
     quat_exp,
@@ -44,11 +43,7 @@ def _corner_impacts(n: int, seed: int = 0) -> np.ndarray:
 
 def _by_hand(sim, params: np.ndarray, inertia: float, pre: np.ndarray) -> np.ndarray:
     """The window on a MuJoCo C model compiled with the cube's inertia × `inertia`, stepped by mj_step."""
-    drawn = _scenes.cube_xml(sim.settings)
-    tag = f'diaginertia="{CUBE_INERTIA} {CUBE_INERTIA} {CUBE_INERTIA}"'
-    assert tag in drawn
-    xml = drawn.replace(tag, 'diaginertia="{0!r} {0!r} {0!r}"'.format(CUBE_INERTIA * inertia))
-    model = _scenes.compile_xml(xml)
+    model = make_toss_sim(sim.settings, inertia_scale=inertia).mj_model()
     space = cube_space()
     space.apply_c(model, space.rows(model), params)
     data = mujoco.MjData(model)
@@ -57,6 +52,16 @@ def _by_hand(sim, params: np.ndarray, inertia: float, pre: np.ndarray) -> np.nda
     for _ in range(int(round(WINDOW / sim.dt))):
         mujoco.mj_step(model, data)
     return np.r_[data.qpos[3:7], data.qpos[0:3], data.qvel[3:6], data.qvel[0:3]]
+
+
+def test_toss_sim_with_another_inertia(sim):
+    other = make_toss_sim(sim.settings, inertia_scale=1.5)
+    b = mujoco.mj_name2id(sim.mj_model(), mujoco.mjtObj.mjOBJ_BODY, "cube")
+    np.testing.assert_allclose(sim.mj_model().body_inertia[b], CUBE_INERTIA, rtol=1e-12)
+    np.testing.assert_allclose(other.mj_model().body_inertia[b], 1.5 * CUBE_INERTIA, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(other.model.body_inertia[b]), 1.5 * CUBE_INERTIA, rtol=1e-6)  # MJX's
+    with pytest.raises(ValueError, match="inertia_scale"):
+        make_toss_sim(inertia_scale=0.0)
 
 
 @pytest.mark.parametrize("inertia", [0.7, 1.0, 2.5])

@@ -171,6 +171,7 @@ def cube_xml(
     solver: SolverSettings = SolverSettings(dt_contact=0.001, dt_slide=0.001, cone="pyramidal"),
     *,
     touch_sensor: bool = False,
+    inertia: float = CUBE_INERTIA,
 ) -> str:
     """MJCF of the cube-toss scene: a free cube above the table plane z = 0, nominal parameters.
 
@@ -181,7 +182,8 @@ def cube_xml(
     box-plane tests differ once a corner sinks deeper than 1 mm (MJX keeps only
     the corners within 1 mm of the deepest one).  The box geom is for display.
     `touch_sensor` adds a contact sensor (MuJoCo C only) that reports how many
-    cube-table contacts the collision pass found.
+    cube-table contacts the collision pass found.  `inertia` is the cube's principal
+    moment of inertia, kg m² (default the drawing's, `CUBE_INERTIA`).
     """
     c = CUBE_HALF
     r = CUBE_CORNER_RADIUS
@@ -207,7 +209,7 @@ def cube_xml(
     <geom name="table" type="plane" size="0 0 1" contype="0" conaffinity="0"/>
     <body name="cube" pos="0 0 0.2">
       <freejoint name="cube"/>
-      <inertial pos="0 0 0" mass="{CUBE_MASS}" diaginertia="{CUBE_INERTIA} {CUBE_INERTIA} {CUBE_INERTIA}"/>
+      <inertial pos="0 0 0" mass="{CUBE_MASS}" diaginertia="{inertia!r} {inertia!r} {inertia!r}"/>
       <geom name="cube" type="box" size="{c} {c} {c}" contype="0" conaffinity="0" mass="0"/>
       {corners}
     </body>

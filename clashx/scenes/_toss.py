@@ -167,6 +167,7 @@ class TossSim(AbstractImpactScene):
     pair_joints: ps.PairJoints = eqx.field(static=True)
     corner_pairs: tuple[int, ...] = eqx.field(static=True)
     max_impacts: int | None = eqx.field(static=True, default=None)
+    inertia: float = eqx.field(static=True, default=_scenes.CUBE_INERTIA)
 
     name: ClassVar[str] = "cube-toss"
     pair: ClassVar[tuple[str, str]] = ("table", "cube")
@@ -176,7 +177,7 @@ class TossSim(AbstractImpactScene):
         return WINDOW
 
     def mjcf(self) -> str:
-        return _scenes.cube_xml(self.settings)
+        return _scenes.cube_xml(self.settings, inertia=self.inertia)
 
     def sample_inputs(self, n: int, *, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
         """`n` initial toss states (`INIT_RANGES`) and `n` draws of the space's prior."""
@@ -206,7 +207,7 @@ class TossSim(AbstractImpactScene):
 
     def mj_model(self, touch_sensor: bool = False) -> mujoco.MjModel:
         """A fresh MuJoCo C model of this scene (nominal parameters)."""
-        return _scenes.compile_xml(_scenes.cube_xml(self.settings, touch_sensor=touch_sensor))
+        return _scenes.compile_xml(_scenes.cube_xml(self.settings, touch_sensor=touch_sensor, inertia=self.inertia))
 
     # --- the hybrid rule's hooks -----------------------------------------------------------------
 
@@ -269,12 +270,15 @@ def max_flight_time() -> float:
     return (vz + math.sqrt(vz * vz + 2 * GRAVITY * h)) / GRAVITY
 
 
-def make_toss_sim(settings: _scenes.SolverSettings | None = None) -> TossSim:
+def make_toss_sim(settings: _scenes.SolverSettings | None = None, *, inertia_scale: float = 1.0) -> TossSim:
     """Build the cube-toss scene.
 
     Args:
         settings: solver settings (default `toss_settings()`); `dt_contact` is
             the timestep and must divide the 148 Hz frame into whole steps.
+        inertia_scale: the cube's principal inertia in units of the drawing's
+            (`CUBE_INERTIA`), in both engines' models (e.g. the rigid law's fit,
+            `identify_rigid_impacts`' fourth parameter).
 
     Returns:
         A `TossSim` whose event horizon (`n_event_frames`) covers the first
@@ -284,7 +288,10 @@ def make_toss_sim(settings: _scenes.SolverSettings | None = None) -> TossSim:
     substeps = FRAME_DT / settings.dt_contact
     if abs(substeps - round(substeps)) > 1e-6:
         raise ValueError(f"make_toss_sim: dt_contact={settings.dt_contact} must be 1/148 s divided by a whole number")
-    m = _scenes.compile_xml(_scenes.cube_xml(settings))
+    if not (math.isfinite(inertia_scale) and inertia_scale > 0):
+        raise ValueError(f"make_toss_sim: inertia_scale={inertia_scale} must be a positive number")
+    inertia = float(_scenes.CUBE_INERTIA * inertia_scale)
+    m = _scenes.compile_xml(_scenes.cube_xml(settings, inertia=inertia))
     space = cube_space()
     cube = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "cube")
     return TossSim(
@@ -297,6 +304,7 @@ def make_toss_sim(settings: _scenes.SolverSettings | None = None) -> TossSim:
         table_geom=mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "table"),
         corner_geoms=tuple(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"corner{i}") for i in range(8)),
         n_event_frames=int(math.ceil((max_flight_time() + WINDOW) / FRAME_DT)) + 2,
+        inertia=inertia,
     )
 
 

@@ -95,6 +95,8 @@ class CubeTossConfig:
             Levenberg-Marquardt fit (which `clashx_first` always uses).
         rigid_joint: clashx_rigid's CMA-ES refit searches the rigid law's four parameters jointly with MJX's
             three on the whole fit tosses (`fit_between_impacts(impact_box=...)`), from the impacts' fit.
+        rigid_inertia: clashx_rigid's MJX (between impacts) runs a cube whose inertia is the rigid law's
+            fit (`make_toss_sim(inertia_scale=...)`) instead of the drawing's.
         methods: which of `METHODS` to run (default: all).
     """
 
@@ -112,6 +114,7 @@ class CubeTossConfig:
     rest_population: int = 8
     rest_std: float = 0.1
     rigid_joint: bool = False
+    rigid_inertia: bool = False
     methods: tuple[str, ...] = METHODS
 
     def __post_init__(self):
@@ -291,19 +294,20 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         k_rig, k_rig_rest, k_rig_between = jax.random.split(jax.random.fold_in(key, 7), 3)
         p_rig, rig_loss = identify_rigid_impacts(fit_all["pre_state"], fit_all["post_state"], key=k_rig)
         post_rig = impact_posts(rigid_cube_window, fit["pre_state"], p_rig)[0]
-        p_rig_lm = _rest_lm(sim, post_rig, fit, fit_tracks, p_imp, k_rig_rest, config, log)
+        sim_r = make_toss_sim(sim.settings, inertia_scale=float(p_rig[3])) if config.rigid_inertia else sim
+        p_rig_lm = _rest_lm(sim_r, post_rig, fit, fit_tracks, p_imp, k_rig_rest, config, log)
         p_rig_rest = p_rig_lm
         if config.rest_generations:
             box = (rigid_from_unit, rigid_to_unit) if config.rigid_joint else None
             p_both, _, _ = fit_between_impacts(
-                sim, rigid_cube_window, fit["initial_state"], p_rig, fit_tracks, p_rig_lm, key=k_rig_between,
+                sim_r, rigid_cube_window, fit["initial_state"], p_rig, fit_tracks, p_rig_lm, key=k_rig_between,
                 population=config.rest_population, generations=config.rest_generations, std_init=config.rest_std,
                 impact_box=box,
             )  # fmt: skip
             p_rig, p_rig_rest = (p_both[: len(p_rig)], p_both[len(p_rig) :]) if config.rigid_joint else (p_rig, p_both)
         t_fit = time.perf_counter() - t0
         tracks_rig = hybrid_tosses(
-            sim, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
+            sim_r, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
         )
         extra = {"rest_params": p_rig_rest.tolist(), "rigid_fit_loss": rig_loss, "rigid_names": list(RIGID_NAMES)}
         extra["sigma"] = _sigma(rigid_cube_window, rigid_from_unit, rigid_to_unit(p_rig), fit_all, evs, log)
