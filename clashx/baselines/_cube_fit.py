@@ -423,6 +423,25 @@ def mujoco_windows_c(
     return np.concatenate([q[:, 3:7], q[:, 0:3], v[:, 3:6], v[:, 0:3]], -1).reshape(k, n, 13)
 
 
+def _identify_impacts(name: str, posts: Callable, from_unit: Callable, dim: int, pre, post, *, key: PRNGKeyArray,
+                      population: int, generations: int, restarts: int) -> tuple[np.ndarray, float]:  # fmt: skip
+    """CMA-ES (`clashx.optimize.cmaes_in_box`, `restarts` searches from the box's centre, one batch per generation)
+    over a handler's unit box on the mean relative error of the speed vectors `WINDOW` after contact
+    (`impact_speed_errors`); `posts(pre, params (k, p)) -> (k, n, 13)`."""
+    pre, post = np.asarray(pre, np.float64), np.asarray(post, np.float64)
+    if len(pre) == 0 or pre.shape != post.shape or pre.shape[1:] != (13,):
+        raise ValueError(f"{name}: pre {pre.shape} and post {post.shape} must both be (n ≥ 1, 13)")
+
+    def losses(u: np.ndarray) -> np.ndarray:
+        return impact_speed_errors(posts(pre, from_unit(u)), post).mean(-1)
+
+    u, loss, _ = cmaes_in_box(
+        losses, np.full(dim, 0.5), key=key, population=population, generations=generations, std_init=0.25,
+        restarts=restarts,
+    )  # fmt: skip
+    return np.asarray(from_unit(u), np.float64), float(loss)
+
+
 def identify_mujoco_impacts(
     sim: TossSim,
     space: ParamSpace,
@@ -434,26 +453,17 @@ def identify_mujoco_impacts(
     generations: int = 30,
     restarts: int = 3,
 ) -> tuple[np.ndarray, float]:
-    """MuJoCo C's parameters (of `space`) that fit observed cube impacts: `identify_rigid_impacts`' search and loss
-    (CMA-ES over the unit box, mean relative error of the speed vectors `WINDOW` after contact) on
-    `mujoco_windows_c`.
+    """MuJoCo C's parameters (of `space`) that fit observed cube impacts, by `identify_rigid_impacts`' search and
+    loss on `mujoco_windows_c`, flat over the space's box.
 
     Returns:
         (params (p,), their mean relative error).
     """
-    pre, post = np.asarray(pre, np.float64), np.asarray(post, np.float64)
-    if len(pre) == 0 or pre.shape != post.shape or pre.shape[1:] != (13,):
-        raise ValueError(f"identify_mujoco_impacts: pre {pre.shape} and post {post.shape} must both be (n ≥ 1, 13)")
-
-    def losses(u: np.ndarray) -> np.ndarray:
-        x = np.asarray(space.from_unit(jnp.asarray(u)), np.float64)
-        return impact_speed_errors(mujoco_windows_c(sim, space, pre, x), post).mean(-1)
-
-    u, loss, _ = cmaes_in_box(
-        losses, np.full(space.size, 0.5), key=key, population=population, generations=generations, std_init=0.25,
-        restarts=restarts,
+    return _identify_impacts(
+        "identify_mujoco_impacts", lambda pre, x: mujoco_windows_c(sim, space, pre, x),
+        lambda u: np.asarray(space.from_unit(jnp.asarray(u)), np.float64), space.size, pre, post, key=key,
+        population=population, generations=generations, restarts=restarts,
     )  # fmt: skip
-    return np.asarray(space.from_unit(jnp.asarray(u)), np.float64), float(loss)
 
 
 def identify_rigid_impacts(
@@ -475,15 +485,7 @@ def identify_rigid_impacts(
     Returns:
         (params (4,), their mean relative error).
     """
-    pre, post = np.asarray(pre, np.float64), np.asarray(post, np.float64)
-    if len(pre) == 0 or pre.shape != post.shape or pre.shape[1:] != (13,):
-        raise ValueError(f"identify_rigid_impacts: pre {pre.shape} and post {post.shape} must both be (n ≥ 1, 13)")
-
-    def losses(u: np.ndarray) -> np.ndarray:
-        return impact_speed_errors(impact_posts(rigid_cube_window, pre, rigid_from_unit(u)), post).mean(-1)
-
-    u, loss, _ = cmaes_in_box(
-        losses, np.full(4, 0.5), key=key, population=population, generations=generations, std_init=0.25,
-        restarts=restarts,
+    return _identify_impacts(
+        "identify_rigid_impacts", lambda pre, x: impact_posts(rigid_cube_window, pre, x), rigid_from_unit, 4, pre,
+        post, key=key, population=population, generations=generations, restarts=restarts,
     )  # fmt: skip
-    return rigid_from_unit(u), float(loss)
