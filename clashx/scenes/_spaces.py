@@ -87,7 +87,8 @@ def cube_space(inertia: bool = False) -> ParamSpace:
     The table touches the cube at its eight corners, one pair each
     (`_scenes.CUBE_PAIRS`); every parameter is written into all eight.  With
     `inertia`, a fourth parameter scales the cube's principal inertia
-    (× the drawing's, 0.6-3, as the rigid law's `RIGID_LOW`/`RIGID_HIGH`): the
+    (× the model's own: the drawing's in `make_toss_sim()`'s; 0.6-3, as the
+    rigid law's `RIGID_LOW`/`RIGID_HIGH`): the
     mass distribution, which the three contact knobs hold fixed (MuJoCo C
     models only: `prepare` them first; the shipped cube surrogate is not
     conditioned on it).
