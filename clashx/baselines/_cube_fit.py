@@ -98,16 +98,27 @@ def trajectory_errors(sim_tracks, real_tracks: list[np.ndarray]) -> dict:
 # --- MuJoCo C rollouts ------------------------------------------------------------------------------
 
 
-def rollout_c(sim: TossSim, states0: np.ndarray, params: np.ndarray, n_frames: int, *, nthread: int = 0) -> np.ndarray:
+def rollout_c(
+    sim: TossSim,
+    states0: np.ndarray,
+    params: np.ndarray,
+    n_frames: int,
+    *,
+    space: ParamSpace | None = None,
+    nthread: int = 0,
+) -> np.ndarray:
     """Tosses on MuJoCo C from `states0` (n, 13) at t = 0, frames 0 … n_frames − 1: (n, n_frames, 13).
 
-    `params` is one (3,) set for all or (n, 3).  The plain rollout of
+    `params` is one set of `space` (default `sim.space`) for all or (n, p); a space that also writes the
+    cube's inertia (`cube_space(inertia=True)`) gets the model prepared for it.  The plain rollout of
     `_toss.simulate_tosses_c` without the event rule (fast enough for a fitter's inner loop).
     """
     states0 = np.asarray(states0, np.float64)
     n = len(states0)
-    params = np.broadcast_to(np.asarray(params, np.float64), (n, 3))
-    batch = _batch.make_batch(sim.mj_model(), sim.space, sim.rows, params, nsim=n, nthread=nthread)
+    space = sim.space if space is None else space
+    params = np.broadcast_to(np.asarray(params, np.float64), (n, space.size))
+    model = space.prepare(sim.mj_model())
+    batch = _batch.make_batch(model, space, space.rows(model), params, nsim=n, nthread=nthread)
     k = sim.substeps
     qpos0, qvel0 = np.c_[states0[:, 4:7], states0[:, 0:4]], np.c_[states0[:, 10:13], states0[:, 7:10]]
     rec = _batch.rollout(batch, qpos0, qvel0, k * (n_frames - 1), record=("qpos", "qvel"))
@@ -404,23 +415,16 @@ def mujoco_windows_c(
 ) -> np.ndarray:
     """MuJoCo C's post-window states (k, n, 13) of impacts `pre` at k parameter vectors of `space`.
 
-    Each impact's pre-impact state is rolled out for the impact window (`WINDOW`, the surrogate's
-    and the rigid law's) in one `mujoco.batch` of k × n worlds, each world with its row of
-    `params` written (`space` may be `cube_space(inertia=True)`: the model is prepared for it).
+    Each impact's pre-impact state is rolled out (`rollout_c`, one batch of k × n worlds) for the impact
+    window (`WINDOW`, whole frames: the surrogate's and the rigid law's); `space` may be
+    `cube_space(inertia=True)`.
     """
     pre = np.asarray(pre, np.float64)
     params = np.atleast_2d(np.asarray(params, np.float64))
-    model = space.prepare(sim.mj_model())
     k, n = len(params), len(pre)
-    batch = _batch.make_batch(model, space, space.rows(model), np.repeat(params, n, axis=0), nsim=k * n,
-                              nthread=nthread)  # fmt: skip
-    states = np.tile(pre, (k, 1))
-    rec = _batch.rollout(
-        batch, np.c_[states[:, 4:7], states[:, 0:4]], np.c_[states[:, 10:13], states[:, 7:10]],
-        int(round(WINDOW / sim.dt)), record=("qpos", "qvel"),
-    )  # fmt: skip
-    q, v = rec["qpos"][:, -1], rec["qvel"][:, -1]
-    return np.concatenate([q[:, 3:7], q[:, 0:3], v[:, 3:6], v[:, 0:3]], -1).reshape(k, n, 13)
+    frames = int(round(WINDOW / FRAME_DT)) + 1
+    tracks = rollout_c(sim, np.tile(pre, (k, 1)), np.repeat(params, n, axis=0), frames, space=space, nthread=nthread)
+    return tracks[:, -1].reshape(k, n, 13)
 
 
 def _identify_impacts(name: str, posts: Callable, from_unit: Callable, dim: int, pre, post, *, key: PRNGKeyArray,
