@@ -101,3 +101,24 @@ def test_vector_fills_nominal_values_and_rejects_unknown_names(strike_sims):
     assert v[sp.index("mu1")] == 1.0 and v[sp.index("mass")] == geo.BLOCK_MASS and v[sp.index("com_x")] == 0.0
     with pytest.raises(ValueError, match="restitution"):
         sp.vector(restitution=0.4)
+
+
+def test_unit_box_maps_inside_the_prior_however_exp_rounds(strike_sims):
+    """from_unit(u ∈ [0, 1]) passes `check` at the box's corners and under an exp that rounds as a TPU's did
+    (0.0025 → 0.0024998, 5e-5 low), while u outside [0, 1] still extrapolates and a value 1e-4 outside is refused."""
+    space = strike_sims("square").space
+    corners = jnp.asarray([np.zeros(space.size), np.ones(space.size)], jnp.float32)
+    space.check(np.asarray(space.from_unit(corners), np.float64), what="corners")
+    low, high = np.asarray(space.low), np.asarray(space.high)
+    real_exp = jnp.exp
+    with pytest.MonkeyPatch.context() as mp:  # the device's exp: 5e-5 relative low, 1e-4 high
+        mp.setattr(jnp, "exp", lambda x: real_exp(x) * jnp.where(x < jnp.mean(x), 1 - 5e-5, 1 + 1e-4))
+        drawn = np.asarray(space.from_unit(jnp.asarray(np.r_[corners, np.full((1, space.size), 0.5)])), np.float64)
+    space.check(drawn, what="draws under a rounding exp")
+    beyond = np.asarray(space.from_unit(jnp.full(space.size, 1.5, jnp.float32)), np.float64)
+    assert np.all(beyond > high), "u > 1 must extrapolate past the box"
+    j = int(np.flatnonzero(space.log_scale)[0])
+    bad = space.vector().copy()
+    bad[j] = low[j] * (1 - 1e-4)
+    with pytest.raises(ValueError, match=rf"{space.names[j]}=.* is outside the prior range"):
+        space.check(bad)

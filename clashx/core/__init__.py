@@ -31,6 +31,7 @@ from ._params import Layout as Layout
 from ._params import ParamSpace as ParamSpace
 from ._params import Target as Target
 from ._shard import batch_mesh as batch_mesh
+from ._shard import constrain_batch as constrain_batch
 from ._shard import map_batched as map_batched
 from ._shard import shard_batch as shard_batch
 from ._shard import spread as spread

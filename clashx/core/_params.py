@@ -84,6 +84,7 @@ class Layout(NamedTuple):
 
 
 _INERTIAL_FIELDS = ("body_mass", "body_ipos", "body_inertia")
+CHECK_RTOL = 1e-6  # `ParamSpace.check`'s slack, relative to the bound: float32 holds a bound to 6e-8 of it
 _OBJ = {"pair": mujoco.mjtObj.mjOBJ_PAIR, "body": mujoco.mjtObj.mjOBJ_BODY}
 
 
@@ -244,7 +245,8 @@ class ParamSpace(eqx.Module):
         flat = values.reshape(-1, self.size)
         for j, name in enumerate(self.names):
             col = flat[:, j]
-            bad = ~np.isfinite(col) | (col < self.low[j] - 1e-12) | (col > self.high[j] + 1e-12)
+            tol = CHECK_RTOL * max(abs(self.low[j]), abs(self.high[j]))
+            bad = ~np.isfinite(col) | (col < self.low[j] - tol) | (col > self.high[j] + tol)
             if bad.any():
                 i = int(np.argmax(bad))
                 row = f"row {i}: " if values.ndim > 1 else ""
@@ -260,13 +262,19 @@ class ParamSpace(eqx.Module):
         return self.from_unit(u)
 
     def from_unit(self, u: Float[Array, "... p"]) -> Float[Array, "... p"]:
-        """Map the unit cube onto the prior box (log-uniformly where `log_scale`)."""
-        lo, hi = jnp.asarray(self.low), jnp.asarray(self.high)
-        lin = lo + u * (hi - lo)
+        """Map the unit cube onto the prior box (log-uniformly where `log_scale`).
+
+        A u in [0, 1] lands inside the box's bounds as this dtype holds them, however the device rounds
+        exp and log (a TPU's float32 exp(log(0.0025)) gave 0.0024998, outside the prior, and `clashx
+        pretrain` refused the file that `clashx generate` wrote); a u outside [0, 1] extrapolates.
+        """
+        low, high = jnp.asarray(self.low), jnp.asarray(self.high)
+        lin = low + u * (high - low)
         is_log = jnp.asarray(self.log_scale)
-        lo, hi = jnp.where(is_log, lo, 1.0), jnp.where(is_log, hi, 2.0)  # keep the unused log branch finite
+        lo, hi = jnp.where(is_log, low, 1.0), jnp.where(is_log, high, 2.0)  # keep the unused log branch finite
         log = jnp.exp(jnp.log(lo) + u * (jnp.log(hi) - jnp.log(lo)))
-        return jnp.where(jnp.asarray(self.log_scale), log, lin)
+        out = jnp.where(is_log, log, lin)
+        return jnp.where((u >= 0) & (u <= 1), jnp.clip(out, low, high), out)
 
     def unit_scale(self, values) -> np.ndarray:
         """dp/du of `from_unit` at `values` (p,): hi - lo, or p·ln(hi/lo) for a log-scale parameter."""

@@ -48,6 +48,18 @@ def shard_batch(tree: Any, mesh: Mesh | None = None) -> Any:
     return jax.tree.map(put, tree)
 
 
+def constrain_batch(tree: Any, mesh: Mesh | None = None) -> Any:
+    """Inside a jit: `tree`'s arrays with their leading axis split over the devices, as `shard_batch` places
+    them (a sharding constraint; unchanged on one device, replicated where the axis does not divide)."""
+    mesh = batch_mesh() if mesh is None else mesh
+    if mesh is None:
+        return tree
+    split, whole = batch_sharding(mesh), NamedSharding(mesh, PartitionSpec())
+    return jax.tree.map(
+        lambda a: jax.lax.with_sharding_constraint(a, split if a.ndim and a.shape[0] % mesh.size == 0 else whole), tree
+    )
+
+
 def map_batched(fn: Callable[[Any], Any], xs: Any, *, batch_size: int, mesh: Mesh | None = None) -> Any:
     """`jax.lax.map(fn, xs, batch_size=batch_size)`, each block of the map spread over the local devices.
 

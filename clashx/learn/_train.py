@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core import PRNGKeyArray, describe_changes, load_model_leaves, nonfinite_leaves, shard_batch, write_json
+from ..core import PRNGKeyArray, constrain_batch, describe_changes, load_model_leaves, nonfinite_leaves, write_json
 
 
 def split_indices(n: int, fraction: float, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,22 +124,29 @@ def train_epochs(
                 report(f"{run}: all {epochs} epochs were done; writing the model")
 
     @eqx.filter_jit
-    def step(model, opt_state, batch):
+    def run_epoch(model, opt_state, data, perm):
+        # One compiled call per epoch: the shuffled rows cut into its batches, AdamW scanned over them (a
+        # Python step loop dispatched 3.2 s per epoch on a TPU v5e where the host's CPU took 2.5).
         weights, static = eqx.partition(model, spec)
-        loss, grads = jax.value_and_grad(lambda w: batch_loss(eqx.combine(w, static), batch))(weights)
-        updates, opt_state = opt.update(grads, opt_state, weights)
-        return eqx.combine(optax.apply_updates(weights, updates), static), opt_state, loss
+        rows = perm[: steps_per_epoch * batch_size]
+        batches = tuple(a[rows].reshape(steps_per_epoch, -1, *a.shape[1:]) for a in data)
 
+        def step(carry, batch):
+            w, o = carry
+            batch = constrain_batch(batch)  # data-parallel over local devices
+            loss, grads = jax.value_and_grad(lambda w: batch_loss(eqx.combine(w, static), batch))(w)
+            updates, o = opt.update(grads, o, w)
+            return (optax.apply_updates(w, updates), o), loss
+
+        (weights, opt_state), losses = jax.lax.scan(step, (weights, opt_state), batches)
+        return eqx.combine(weights, static), opt_state, losses
+
+    data = tuple(jnp.asarray(a) for a in data)
     t0 = time.perf_counter()
     for epoch in range(start_epoch, epochs):
         perm = jax.random.permutation(jax.random.fold_in(key, epoch), n)
-        losses = []
-        for i in range(steps_per_epoch):
-            idx = perm[i * batch_size : (i + 1) * batch_size]
-            batch = shard_batch(tuple(a[idx] for a in data))  # data-parallel over local devices
-            model, opt_state, loss = step(model, opt_state, batch)
-            losses.append(loss)
-        metrics = {"epoch": epoch + 1, "train_loss": float(jnp.mean(jnp.stack(losses)))}
+        model, opt_state, losses = run_epoch(model, opt_state, data, perm)
+        metrics = {"epoch": epoch + 1, "train_loss": float(jnp.mean(losses))}
         if not np.isfinite(metrics["train_loss"]) or nonfinite_leaves(model):
             kept = f"; {run} keeps epoch {epoch} to resume from" if run is not None and epoch else ""
             raise ValueError(
