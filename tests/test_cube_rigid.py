@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from clashx.baselines import identify_rigid_impacts, impact_posts, impact_speed_errors
+from clashx.baselines import identify_handler_impacts, identify_rigid_impacts, impact_posts, impact_speed_errors
+from clashx.learn import identify_cube
 from clashx.scenes import (
     CORNER_SIGNS,
     CUBE_INERTIA,
@@ -18,9 +19,12 @@ from clashx.scenes import (
     quat_to_mat,
     rigid_cube_window,
     rigid_from_unit,
+    rigid_space,
     rigid_to_unit,
+    rigid_windows,
 )
 from clashx.scenes._cube_rigid import STEPS
+from clashx.surrogate import make_cube_surrogate
 
 G = 9.81
 FLAT_TOL = 0.01  # m/s: a flat landing's bounce (the sweeps converge to within 0.2 % of it)
@@ -28,6 +32,7 @@ SLIDE_TOL = 0.015  # m/s: a flat slide's Coulomb deceleration over the window (t
 ENERGY_TOL = 0.01  # relative: e_n, |e_t| ≤ 1 conserve energy at most (an exact single impulse: to rounding);
 # stepped sweeps over re-touching corners gain up to 0.5 % at e_n = e_t = 1
 RECOVER_TOL = 0.02  # mean relative speed error of a fit to the law's own impacts
+BATCH_TOL = 1e-5  # float32: a vmapped block and single calls round apart (5e-6 seen)
 
 window = jax.jit(rigid_cube_window)
 
@@ -130,3 +135,31 @@ def test_the_rigid_box_maps_both_ways_in_numpy_and_in_jax():
     np.testing.assert_allclose(np.asarray(rigid_from_unit(jnp.asarray(u, jnp.float32))), p, rtol=1e-6)
     jac = jax.jacfwd(rigid_from_unit)(jnp.asarray(u, jnp.float32))
     np.testing.assert_allclose(np.diag(np.asarray(jac)), np.asarray(RIGID_HIGH) - np.asarray(RIGID_LOW), rtol=1e-6)
+
+
+def test_rigid_space_is_the_laws_box_and_its_windows_are_the_laws(corner_impact):
+    """`rigid_space()` maps the unit box as `rigid_from_unit` does and checks the same bounds; `rigid_windows` (blocks
+    of the batching policy, each impact at its own parameters) equals the law called one impact at a time; a cube
+    surrogate conditioned on the space builds and identifies (what `bench/cube_rigid_distil.py` trains)."""
+    space = rigid_space()
+    u = np.random.default_rng(0).random((5, 4))
+    np.testing.assert_allclose(np.asarray(space.from_unit(jnp.asarray(u, jnp.float32))), rigid_from_unit(u), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(space.to_unit(jnp.asarray(rigid_from_unit(u), jnp.float32))), u, atol=1e-6)
+    with pytest.raises(ValueError, match="e_n=1.5 is outside the prior range"):
+        space.check(np.array([1.5, 0.0, 0.5, 1.0]))
+    pre = np.stack([corner_impact, _flat(np.array([0.3, 0.0, -1.0]))] * 3)
+    params = rigid_from_unit(u[:, :4].repeat(2, 0)[: len(pre)] * 0.9 + 0.05)
+    got = rigid_windows(pre, params, block=4)  # two blocks, the last padded
+    want = np.stack(
+        [np.asarray(window(jnp.asarray(a, jnp.float32), jnp.asarray(b, jnp.float32))) for a, b in zip(pre, params)]
+    )
+    np.testing.assert_allclose(got, want, rtol=0, atol=BATCH_TOL)
+    with pytest.raises(ValueError, match="rigid_windows"):
+        rigid_windows(pre, params[:, :3])
+    model = make_cube_surrogate(key=jax.random.PRNGKey(0), space=space, width=16, depth=1)
+    p, loss = identify_cube(model, pre, got, key=jax.random.PRNGKey(1), n_starts=2, iterations=3)
+    space.check(p)
+    assert np.isfinite(loss)
+    p, loss = identify_handler_impacts(model, rigid_from_unit, 4, pre, got, key=jax.random.PRNGKey(2), generations=3)
+    space.check(p)
+    assert loss == pytest.approx(np.mean(impact_speed_errors(impact_posts(model, pre, p)[0], got)), rel=1e-5)

@@ -12,6 +12,7 @@ from ._baselines import predict_mlp as predict_mlp
 from ._baselines import train_velocity_mlp as train_velocity_mlp
 from ._cube_fit import HORIZONS as HORIZONS
 from ._cube_fit import fit_between_impacts as fit_between_impacts
+from ._cube_fit import identify_handler_impacts as identify_handler_impacts
 from ._cube_fit import identify_mujoco_impacts as identify_mujoco_impacts
 from ._cube_fit import identify_rigid_impacts as identify_rigid_impacts
 from ._cube_fit import identify_sysid as identify_sysid

@@ -489,7 +489,45 @@ def identify_rigid_impacts(
     Returns:
         (params (4,), their mean relative error).
     """
+    return identify_handler_impacts(
+        rigid_cube_window,
+        rigid_from_unit,
+        4,
+        pre,
+        post,
+        key=key,
+        population=population,
+        generations=generations,
+        restarts=restarts,
+    )
+
+
+def identify_handler_impacts(
+    impact: Callable,
+    from_unit: Callable,
+    dim: int,
+    pre: Float[np.ndarray, "n 13"],
+    post: Float[np.ndarray, "n 13"],
+    *,
+    key: PRNGKeyArray,
+    population: int = 16,
+    generations: int = 30,
+    restarts: int = 3,
+) -> tuple[np.ndarray, float]:
+    """Any impact handler's parameters that fit observed cube impacts, by `identify_rigid_impacts`' search and
+    objective (CMA-ES over the handler's unit box, mean relative speed error `WINDOW` after contact).
+
+    Args:
+        impact: a handler `(pre_state (13,), params (p,)) -> state WINDOW later`, e.g. a `CubeSurrogate`
+            (the rigid family distilled, `bench/cube_rigid_distil.py`).
+        from_unit: its unit box (k, dim) -> parameters (k, p), in NumPy.
+        dim: the box's dimension.
+        pre, post: the impacts' states before and after their window.
+
+    Returns:
+        (params (p,), their mean relative error).
+    """
     return _identify_impacts(
-        "identify_rigid_impacts", lambda pre, x: impact_posts(rigid_cube_window, pre, x), rigid_from_unit, 4, pre,
-        post, key=key, population=population, generations=generations, restarts=restarts,
+        "identify_handler_impacts", lambda s, x: impact_posts(impact, s, x), from_unit, dim, pre, post, key=key,
+        population=population, generations=generations, restarts=restarts,
     )  # fmt: skip

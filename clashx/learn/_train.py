@@ -82,6 +82,9 @@ def train_epochs(
 ) -> tuple[Any, list[dict]]:
     """Train `model` on `data` by minibatch AdamW (cosine decay to 1 % of `lr`); checkpoint and resume in `run`.
 
+    Each epoch is one compiled call: its shuffled rows cut into batches, AdamW scanned over them, the batches
+    spread over the local devices (`clashx.core.constrain_batch`).
+
     Args:
         model: the initial model (an `eqx.Module`).
         batch_loss: `batch_loss(model, batch) -> scalar`, batch a tuple of arrays like `data`.
@@ -125,8 +128,7 @@ def train_epochs(
 
     @eqx.filter_jit
     def run_epoch(model, opt_state, data, perm):
-        # One compiled call per epoch: the shuffled rows cut into its batches, AdamW scanned over them (a
-        # Python step loop dispatched 3.2 s per epoch on a TPU v5e where the host's CPU took 2.5).
+        # A Python loop over the steps took 3.2 s an epoch of 100,000 strikes on a TPU v5e, 2.5 s on its host's CPU.
         weights, static = eqx.partition(model, spec)
         rows = perm[: steps_per_epoch * batch_size]
         batches = tuple(a[rows].reshape(steps_per_epoch, -1, *a.shape[1:]) for a in data)

@@ -15,7 +15,9 @@ from ._cube_rigid import RIGID_LOW as RIGID_LOW
 from ._cube_rigid import RIGID_NAMES as RIGID_NAMES
 from ._cube_rigid import rigid_cube_window as rigid_cube_window
 from ._cube_rigid import rigid_from_unit as rigid_from_unit
+from ._cube_rigid import rigid_space as rigid_space
 from ._cube_rigid import rigid_to_unit as rigid_to_unit
+from ._cube_rigid import rigid_windows as rigid_windows
 from ._geometry import SHAPES as SHAPES
 from ._geometry import STRIKE_NAMES as STRIKE_NAMES
 from ._geometry import STRIKE_RANGES as STRIKE_RANGES

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float
+from ..core import Array, Float, ParamSpace, in_blocks
 from ._pair_state import quat_exp, quat_mul, quat_to_mat
 from ._scenes import CUBE_HALF, CUBE_INERTIA, CUBE_MASS
 from ._toss import CORNER_SIGNS, WINDOW
@@ -116,3 +116,28 @@ def rigid_to_unit(params: Float[np.ndarray, "... 4"]) -> np.ndarray:
     """The inverse of `rigid_from_unit`."""
     low, high = np.asarray(RIGID_LOW), np.asarray(RIGID_HIGH)
     return ((params if isinstance(params, jax.Array) else np.asarray(params, np.float64)) - low) / (high - low)
+
+
+def rigid_space() -> ParamSpace:
+    """The rigid law's parameter box as a `ParamSpace`: uniform over `RIGID_LOW`-`RIGID_HIGH`, writing no MuJoCo
+    field.  What a surrogate distilled from the law is conditioned on (`make_cube_surrogate(space=...)`,
+    `bench/cube_rigid_distil.py`); its `from_unit` and `to_unit` are `rigid_from_unit` and `rigid_to_unit`."""
+    k = len(RIGID_NAMES)
+    return ParamSpace(names=RIGID_NAMES, low=RIGID_LOW, high=RIGID_HIGH, targets=((),) * k, log_scale=(False,) * k)
+
+
+_WINDOWS = jax.jit(jax.vmap(rigid_cube_window))
+
+
+def rigid_windows(
+    pre: Float[np.ndarray, "n 13"], params: Float[np.ndarray, "n 4"], *, block: int | None = None
+) -> np.ndarray:
+    """The rigid law's states `WINDOW` after n impacts `pre` (n, 13), each at its own parameters (n, 4), in float32
+    blocks of the batching policy (`clashx.core.in_blocks`): the labels of a distillation set.  Returns (n, 13)."""
+    pre, params = np.asarray(pre, np.float32), np.asarray(params, np.float32)
+    if pre.ndim != 2 or pre.shape[1] != 13 or params.shape != (len(pre), len(RIGID_NAMES)):
+        raise ValueError(f"rigid_windows: pre {pre.shape} must be (n, 13) and params {params.shape} (n, 4)")
+    out = in_blocks(
+        lambda a, b: _WINDOWS(jnp.asarray(a), jnp.asarray(b)), pre, params, world=4 * 13 * STEPS * 8, block=block
+    )
+    return np.asarray(out, np.float64)
