@@ -67,10 +67,16 @@ def _take(ev: dict, idx: np.ndarray) -> dict:
 def label(src: str, out: str, seed: int) -> str:
     """`src`'s pre-impact states labelled by the rigid law at parameters drawn from its box (seed `seed`)."""
     space = rigid_space()
+    with np.load(src) as z:
+        source = json.loads(str(z["meta"])).get("config")
+    labels = {"source": os.path.abspath(src), "source_config": source, "seed": seed, "family": FAMILY}
     if os.path.exists(out):
-        meta = json.loads(str(np.load(out)["meta"]))
-        if meta.get("labels") == {"source": os.path.abspath(src), "seed": seed, "family": FAMILY}:
-            return out
+        try:
+            with np.load(out) as z:
+                if json.loads(str(z["meta"])).get("labels") == labels:
+                    return out
+        except (OSError, ValueError, KeyError):  # damaged or foreign: label again
+            pass
     ev = load_events(src, scene="cube-toss")
     n = len(ev["pre_state"])
     params = rigid_from_unit(np.asarray(jax.random.uniform(jax.random.PRNGKey(seed), (n, len(space.names)))))
@@ -80,7 +86,7 @@ def label(src: str, out: str, seed: int) -> str:
         arrays = dict(z)
     meta = json.loads(str(arrays["meta"]))
     meta["param_space"] = space.describe()
-    meta["labels"] = {"source": os.path.abspath(src), "seed": seed, "family": FAMILY}
+    meta["labels"] = labels
     arrays |= {"post_state": post, "params": params, "meta": np.asarray(json.dumps(meta))}
     tmp = out + ".tmp.npz"
     np.savez(tmp, **arrays)

@@ -28,6 +28,7 @@ FIELDS = (
 FIELD_RTOL = 1e-7  # float64 writes against XML round-trips
 MJX_RTOL = 1e-5  # MJX models hold float32
 POSE_TOL = 1e-7  # m and rad: the same strike on both C models, 300 steps
+JAC_RTOL = 1e-5  # float32 derivatives of from_unit against unit_scale's closed form
 
 
 def _values(sim, seed):
@@ -115,6 +116,9 @@ def test_unit_box_maps_inside_the_prior_however_exp_rounds(strike_sims):
         mp.setattr(jnp, "exp", lambda x: real_exp(x) * jnp.where(x < jnp.mean(x), 1 - 5e-5, 1 + 1e-4))
         drawn = np.asarray(space.from_unit(jnp.asarray(np.r_[corners, np.full((1, space.size), 0.5)])), np.float64)
     space.check(drawn, what="draws under a rounding exp")
+    for corner in corners:  # the derivative at the box's edges is the unclipped one (a fit's σ is read there)
+        jac = np.diag(np.asarray(jax.jacfwd(space.from_unit)(corner), np.float64))
+        np.testing.assert_allclose(jac, space.unit_scale(np.asarray(space.from_unit(corner))), rtol=JAC_RTOL)
     beyond = np.asarray(space.from_unit(jnp.full(space.size, 1.5, jnp.float32)), np.float64)
     assert np.all(beyond > high), "u > 1 must extrapolate past the box"
     j = int(np.flatnonzero(space.log_scale)[0])

@@ -489,17 +489,10 @@ def identify_rigid_impacts(
     Returns:
         (params (4,), their mean relative error).
     """
-    return identify_handler_impacts(
-        rigid_cube_window,
-        rigid_from_unit,
-        4,
-        pre,
-        post,
-        key=key,
-        population=population,
-        generations=generations,
-        restarts=restarts,
-    )
+    return _identify_impacts(
+        "identify_rigid_impacts", lambda s, x: impact_posts(rigid_cube_window, s, x), rigid_from_unit, 4, pre, post,
+        key=key, population=population, generations=generations, restarts=restarts,
+    )  # fmt: skip
 
 
 def identify_handler_impacts(

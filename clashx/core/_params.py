@@ -84,7 +84,7 @@ class Layout(NamedTuple):
 
 
 _INERTIAL_FIELDS = ("body_mass", "body_ipos", "body_inertia")
-CHECK_RTOL = 1e-6  # `ParamSpace.check`'s slack, relative to the bound: float32 holds a bound to 6e-8 of it
+CHECK_RTOL = 1e-6  # `ParamSpace.check`'s slack, relative to each bound: float32 holds a bound to 6e-8 of it
 _OBJ = {"pair": mujoco.mjtObj.mjOBJ_PAIR, "body": mujoco.mjtObj.mjOBJ_BODY}
 
 
@@ -245,8 +245,9 @@ class ParamSpace(eqx.Module):
         flat = values.reshape(-1, self.size)
         for j, name in enumerate(self.names):
             col = flat[:, j]
-            tol = CHECK_RTOL * max(abs(self.low[j]), abs(self.high[j]))
-            bad = ~np.isfinite(col) | (col < self.low[j] - tol) | (col > self.high[j] + tol)
+            below = self.low[j] - max(CHECK_RTOL * abs(self.low[j]), 1e-12)
+            above = self.high[j] + max(CHECK_RTOL * abs(self.high[j]), 1e-12)
+            bad = ~np.isfinite(col) | (col < below) | (col > above)
             if bad.any():
                 i = int(np.argmax(bad))
                 row = f"row {i}: " if values.ndim > 1 else ""
@@ -266,7 +267,8 @@ class ParamSpace(eqx.Module):
 
         A u in [0, 1] lands inside the box's bounds as this dtype holds them, however the device rounds
         exp and log (a TPU's float32 exp(log(0.0025)) gave 0.0024998, outside the prior, and `clashx
-        pretrain` refused the file that `clashx generate` wrote); a u outside [0, 1] extrapolates.
+        pretrain` refused the file that `clashx generate` wrote), with the unclipped derivative (`unit_scale`);
+        a u outside [0, 1] extrapolates.
         """
         low, high = jnp.asarray(self.low), jnp.asarray(self.high)
         lin = low + u * (high - low)
@@ -274,7 +276,8 @@ class ParamSpace(eqx.Module):
         lo, hi = jnp.where(is_log, low, 1.0), jnp.where(is_log, high, 2.0)  # keep the unused log branch finite
         log = jnp.exp(jnp.log(lo) + u * (jnp.log(hi) - jnp.log(lo)))
         out = jnp.where(is_log, log, lin)
-        return jnp.where((u >= 0) & (u <= 1), jnp.clip(out, low, high), out)
+        inside = out + jax.lax.stop_gradient(jnp.clip(out, low, high) - out)  # clipped value, unclipped derivative
+        return jnp.where((u >= 0) & (u <= 1), inside, out)
 
     def unit_scale(self, values) -> np.ndarray:
         """dp/du of `from_unit` at `values` (p,): hi - lo, or p·ln(hi/lo) for a log-scale parameter."""

@@ -82,8 +82,9 @@ def train_epochs(
 ) -> tuple[Any, list[dict]]:
     """Train `model` on `data` by minibatch AdamW (cosine decay to 1 % of `lr`); checkpoint and resume in `run`.
 
-    Each epoch is one compiled call: its shuffled rows cut into batches, AdamW scanned over them, the batches
-    spread over the local devices (`clashx.core.constrain_batch`).
+    Each epoch is one compiled call: its shuffled rows cut into batches, AdamW scanned over them, each batch
+    constrained to spread over the local devices (`clashx.core.constrain_batch`).  The whole training set is
+    held on the default device, with a shuffled copy per epoch.
 
     Args:
         model: the initial model (an `eqx.Module`).

@@ -121,7 +121,8 @@ def rigid_to_unit(params: Float[np.ndarray, "... 4"]) -> np.ndarray:
 def rigid_space() -> ParamSpace:
     """The rigid law's parameter box as a `ParamSpace`: uniform over `RIGID_LOW`-`RIGID_HIGH`, writing no MuJoCo
     field.  What a surrogate distilled from the law is conditioned on (`make_cube_surrogate(space=...)`,
-    `bench/cube_rigid_distil.py`); its `from_unit` and `to_unit` are `rigid_from_unit` and `rigid_to_unit`."""
+    `bench/cube_rigid_distil.py`); its `from_unit` and `to_unit` match `rigid_from_unit` and `rigid_to_unit` to
+    float32 rounding."""
     k = len(RIGID_NAMES)
     return ParamSpace(names=RIGID_NAMES, low=RIGID_LOW, high=RIGID_HIGH, targets=((),) * k, log_scale=(False,) * k)
 
