@@ -49,7 +49,15 @@ import numpy as np
 
 from clashx.baselines import identify_handler_impacts, identify_rigid_impacts, impact_posts, impact_speed_errors
 from clashx.core import write_json
-from clashx.events import GenerateConfig, data_path, generate, ingest_cube_tosses, load_events
+from clashx.events import (
+    EventFileError,
+    GenerateConfig,
+    data_path,
+    generate,
+    ingest_cube_tosses,
+    load_events,
+    save_events,
+)
 from clashx.learn import cube_pretrain_config, finetune_cube, identify_cube, pretrain_cube
 from clashx.scenes import rigid_cube_window, rigid_from_unit, rigid_space, rigid_windows
 from clashx.surrogate import load_cube_surrogate, shipped_cube_surrogate
@@ -65,32 +73,22 @@ def _take(ev: dict, idx: np.ndarray) -> dict:
 
 
 def label(src: str, out: str, seed: int) -> str:
-    """`src`'s pre-impact states labelled by the rigid law at parameters drawn from its box (seed `seed`)."""
+    """`src`'s pre-impact states labelled by the rigid law at parameters drawn from its box (seed `seed`), written
+    to `out` (reused when it holds these labels of this source)."""
     space = rigid_space()
-    with np.load(src) as z:
-        source = json.loads(str(z["meta"])).get("config")
-    labels = {"source": os.path.abspath(src), "source_config": source, "seed": seed, "family": FAMILY}
-    if os.path.exists(out):
-        try:
-            with np.load(out) as z:
-                if json.loads(str(z["meta"])).get("labels") == labels:
-                    return out
-        except (OSError, ValueError, KeyError):  # damaged or foreign: label again
-            pass
     ev = load_events(src, scene="cube-toss")
+    labels = {"source": os.path.abspath(src), "source_config": ev["meta"].get("config"), "seed": seed, "family": FAMILY}
+    try:
+        if load_events(out, scene="cube-toss")["meta"].get("labels") == labels:
+            return out
+    except EventFileError:  # absent, damaged or another file: label again
+        pass
     n = len(ev["pre_state"])
     params = rigid_from_unit(np.asarray(jax.random.uniform(jax.random.PRNGKey(seed), (n, len(space.names)))))
     t0 = time.perf_counter()
-    post = rigid_windows(ev["pre_state"], params)
-    with np.load(src) as z:
-        arrays = dict(z)
-    meta = json.loads(str(arrays["meta"]))
-    meta["param_space"] = space.describe()
-    meta["labels"] = labels
-    arrays |= {"post_state": post, "params": params, "meta": np.asarray(json.dumps(meta))}
-    tmp = out + ".tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, out)
+    ev |= {"post_state": rigid_windows(ev["pre_state"], params), "params": params}
+    ev["meta"] |= {"param_space": space.describe(), "labels": labels}
+    save_events(out, ev)
     print(f"labelled {n} impacts by the rigid law -> {out} ({time.perf_counter() - t0:.0f} s)", flush=True)
     return out
 

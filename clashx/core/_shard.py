@@ -31,6 +31,12 @@ def batch_sharding(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec(BATCH_AXIS))
 
 
+def _placement(mesh: Mesh) -> Callable[[Any], NamedSharding]:
+    """An array's sharding on `mesh`: its leading axis split, or replicated where that axis does not divide."""
+    split, whole = batch_sharding(mesh), NamedSharding(mesh, PartitionSpec())
+    return lambda a: split if a.ndim and a.shape[0] % mesh.size == 0 else whole
+
+
 def shard_batch(tree: Any, mesh: Mesh | None = None) -> Any:
     """Place every array of `tree` with its leading axis split over the devices (unchanged on one device).
 
@@ -39,13 +45,8 @@ def shard_batch(tree: Any, mesh: Mesh | None = None) -> Any:
     mesh = batch_mesh() if mesh is None else mesh
     if mesh is None:
         return tree
-    split, whole = batch_sharding(mesh), NamedSharding(mesh, PartitionSpec())
-
-    def put(a):
-        a = jnp.asarray(a)
-        return jax.device_put(a, split if a.ndim and a.shape[0] % mesh.size == 0 else whole)
-
-    return jax.tree.map(put, tree)
+    place = _placement(mesh)
+    return jax.tree.map(lambda a: jax.device_put(jnp.asarray(a), place(jnp.asarray(a))), tree)
 
 
 def constrain_batch(tree: Any, mesh: Mesh | None = None) -> Any:
@@ -54,10 +55,8 @@ def constrain_batch(tree: Any, mesh: Mesh | None = None) -> Any:
     mesh = batch_mesh() if mesh is None else mesh
     if mesh is None:
         return tree
-    split, whole = batch_sharding(mesh), NamedSharding(mesh, PartitionSpec())
-    return jax.tree.map(
-        lambda a: jax.lax.with_sharding_constraint(a, split if a.ndim and a.shape[0] % mesh.size == 0 else whole), tree
-    )
+    place = _placement(mesh)
+    return jax.tree.map(lambda a: jax.lax.with_sharding_constraint(a, place(a)), tree)
 
 
 def map_batched(fn: Callable[[Any], Any], xs: Any, *, batch_size: int, mesh: Mesh | None = None) -> Any:
