@@ -1,56 +1,46 @@
-"""A second impulse family for the strike, measured against MuJoCo's class (issue 26, item 1); not adopted.
+"""Two impulse families for the strike besides MuJoCo's, written from the textbook (not the lab's simulator).
 
-    python bench/strike_rigid.py [--labs a,C,D] [--shapes ...] [--n 60] [--fit-seed 7] [--mujoco]
-                                 [--generations 40] [--restarts 3] [--json OUT]
-
-The family (`strike_rigid`, here, written from the textbook; not the lab's
-simulator): the striker (SCENE.md's 4 cm, 1 kg cube, no gravity, free in the
-plane) and the block (its footprint, `mass`, its centre of mass offset by
-`com_x`, `com_y` from the centroid, the uniform prism's radius of gyration)
-are rigid planar bodies.  Where they touch, the normal velocity reverses by
-Newton's restitution `e` and the tangential impulse stays inside Coulomb's
-cone `mu1`; points within `PATCH` of touching take an impact together (a face
-meeting a face at a slight tilt).  The block slides on the ground under
-Coulomb friction `mu2` at points spread evenly over its footprint (uniform
-pressure, which couples sliding and spin) and torsional friction `torsion`
-(a lever, metres, as MuJoCo's condim-4 coefficient).  Contacts are found
-between the two convex outlines every step and resolved by sequential
-impulses (velocity level, speculative contact).  The outcome is SCENE.md's:
+Both are planar: the striker (SCENE.md's 4 cm, 1 kg cube, no gravity, free in
+the plane) and the block (its footprint, `mass`, its centre of mass offset by
+`com_x`, `com_y` from the centroid, the uniform prism's radius of gyration).
+The block slides on the ground under Coulomb friction `mu2` at points spread
+evenly over its footprint (uniform pressure, which couples sliding and spin)
+and torsional friction `torsion` (a lever, metres, as MuJoCo's condim-4
+coefficient).  Contacts are found between the two convex outlines every step
+(each body's vertices against the other's faces).  The outcome is SCENE.md's:
 the block's (vx, vy, ωz) of its frame origin, block frame, 20 ms after the
 first touch.
 
-Its ceiling, as bench/ceiling.py measures MuJoCo's: the family is fitted by
-CMA-ES (`clashx.optimize.cmaes_in_box`, the baselines' objective: mean squared
-relative error of the speed vector, flat prior) to the *true* velocities of
-`--n` random lab strikes (`--fit-seed`): an oracle, for measuring the model
-class only.  Scored at α = 0.1 on those strikes and on held-out strikes'
-`post_velocity_true` (lab A: the shipped 200; labs C and D of
-bench/correction.py: 100, seed 1), beside MuJoCo C's oracle on the same
-strikes with the same search (`--mujoco`, bench/ceiling.py's `strike8`).
+* `strike_rigid` (7 parameters): rigid bodies; where they touch the normal
+  velocity reverses by Newton's restitution `e` and the tangential impulse
+  stays inside Coulomb's cone `mu1`; points within `PATCH` of touching take an
+  impact together; sequential impulses (velocity level, speculative contact).
+* `strike_compliant` (8 parameters): where the outlines overlap by δ, a
+  Hunt-Crossley normal force k δ^1.5 (1 + λ δ̇) (k = 10^`log10k` N/m^1.5,
+  λ = 10^`log10lam` s/m; its damping at most what stops the approach in one
+  step) and Coulomb friction `mu1` (regularised); explicit steps of `HC_DT`.
+  The ground as above, as forces.
+
+`FAMILIES[name]` = (outcome function, parameter names, low, high, nominal);
+`outcomes(family, shape, strikes, params)` runs one compiled, vmapped batch.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import os
-import tempfile
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from ceiling import alpha_of, oracle_fit
-from cmaes import run_lab
-from correction import lab_file, lab_test
 
-from clashx.core import Array, Float, write_json
-from clashx.events import relative_error
-from clashx.optimize import cmaes_in_box
+from clashx.core import Array, Float
 from clashx.scenes import geometry as geo
-from clashx.scenes import make_strike_sim
-from clashx.scenes._spaces import COM_RANGE, MASS_RANGE, TORSION_RANGE
-from clashx.workflows import lab_truth
+from clashx.scenes import strike_space
+
+_SPACE = strike_space()  # the block's own priors are MuJoCo's eight's (mass, centre of mass, torsion)
+MASS_RANGE, COM_RANGE, TORSION_RANGE = ((_SPACE.low[_SPACE.names.index(n)], _SPACE.high[_SPACE.names.index(n)])
+                                        for n in ("mass", "com_x", "torsion"))  # fmt: skip
+NOMINAL_MASS = _SPACE.nominal[_SPACE.names.index("mass")]
 
 RELEASE_AFTER = 0.02  # s: the arm pulls the striker away this long after first touch (SCENE.md)
 DT = 2.5e-4  # s, the law's step
@@ -65,6 +55,13 @@ STRIKER_INERTIA = geo.STRIKER_MASS * (2 * geo.STRIKER_HALF) ** 2 / 6  # kg m², 
 RIGID_STRIKE_NAMES = ("mu1", "mu2", "e", "mass", "com_x", "com_y", "torsion")
 RIGID_STRIKE_LOW = (0.05, 0.02, 0.0, MASS_RANGE[0], COM_RANGE[0], COM_RANGE[0], TORSION_RANGE[0])
 RIGID_STRIKE_HIGH = (1.0, 1.0, 1.0, MASS_RANGE[1], COM_RANGE[1], COM_RANGE[1], TORSION_RANGE[1])
+HC_DT = 5e-5  # s, the compliant law's step (explicit: its stiffest contact takes 20 steps or more)
+SLIP = 1e-3  # m/s, regularisation of Coulomb's sign
+SPIN_SLIP = 0.03  # rad/s, the same for the torsional friction
+COMPLIANT_NAMES = ("mu1", "mu2", "log10k", "log10lam", "mass", "com_x", "com_y", "torsion")
+COMPLIANT_LOW = (0.05, 0.02, 4.0, -1.0, MASS_RANGE[0], COM_RANGE[0], COM_RANGE[0], TORSION_RANGE[0])
+COMPLIANT_HIGH = (1.0, 1.0, 7.0, 3.0, MASS_RANGE[1], COM_RANGE[1], COM_RANGE[1], TORSION_RANGE[1])
+COMPLIANT_NOMINAL = (0.5, 0.5, 5.5, 1.0, NOMINAL_MASS, 0.0, 0.0, 0.0)
 
 
 def _outward_normals(poly: np.ndarray) -> np.ndarray:
@@ -232,94 +229,94 @@ def strike_rigid(shape: str, strike: Float[Array, "3"], params: Float[Array, "7"
     return jnp.concatenate([rb.T @ origin_velocity, wb[None]])
 
 
-def strike_rigid_batch(shape: str, strikes, params) -> Float[Array, "n 3"]:
-    """`strike_rigid` over strikes (n, 3) and parameters (n, 7) or (7,), compiled once per shape."""
-    params = jnp.broadcast_to(jnp.asarray(params, jnp.float32), (len(strikes), len(RIGID_STRIKE_NAMES)))
-    return _batch(shape)(jnp.asarray(strikes, jnp.float32), params)
+def strike_compliant(shape: str, strike: Float[Array, "3"], params: Float[Array, "8"]) -> Float[Array, "3"]:
+    """The compliant family's outcome: as `strike_rigid`, with Hunt-Crossley forces where the outlines overlap."""
+    k = _shape_constants(shape)
+    f32 = jnp.float32
+    strike, params = jnp.asarray(strike, f32), jnp.asarray(params, f32)
+    mu1, mu2, log10k, log10lam, mass, com_x, com_y, torsion = (params[i] for i in range(8))
+    stiff = 10.0**log10k
+    lam = 10.0**log10lam
+    com = jnp.asarray(k["centroid"], f32) + jnp.stack([com_x, com_y])
+    inertia = mass * jnp.asarray(k["gyration"], f32) ** 2
+    block_local = jnp.asarray(k["block"], f32) - com
+    block_normals = jnp.asarray(k["block_normals"], f32)
+    ground = jnp.asarray(k["ground"], f32) - com
+    striker_local, striker_normals = jnp.asarray(k["striker"], f32), jnp.asarray(k["striker_normals"], f32)
+    load = mass * geo.GRAVITY / ground.shape[0]
+    centre, yaw, velocity = geo.striker_start(shape, strike)
+    direction = velocity / strike[2]
+    travel = _time_of_impact(jnp.asarray(k["block"], f32), centre + striker_local @ _rot(yaw).T, direction)
+    state = (
+        com,
+        jnp.zeros((), f32),
+        jnp.zeros(2, f32),
+        jnp.zeros((), f32),
+        centre + direction * travel,
+        yaw,
+        velocity,
+        jnp.zeros((), f32),
+    )
+
+    def step(state, _):
+        xb, phi, vb, wb, xs, psi, vs, ws = state
+        rb, rs = _rot(phi), _rot(psi)
+        vbw, nbw = xb + block_local @ rb.T, block_normals @ rb.T
+        vsw, nsw = xs + striker_local @ rs.T, striker_normals @ rs.T
+        sd_a, n_a = _depths(vsw, vbw, nbw)
+        sd_b, n_b = _depths(vbw, vsw, nsw)
+        keep = jnp.argsort(sd_b)[:BLOCK_CONTACTS]
+        sd = jnp.concatenate([sd_a, sd_b[keep]])
+        normal = jnp.concatenate([n_a, -n_b[keep]])
+        point = jnp.concatenate([vsw, vbw[keep]])
+        r_b, r_s = point - xb, point - xs
+        vrel = vs + ws * _perp(r_s) - vb - wb * _perp(r_b)  # striker relative to block at each point
+        vn = jnp.sum(vrel * normal, -1)
+        depth = jnp.maximum(-sd, 0.0)
+        spring = stiff * depth**1.5
+        jb, js = _cross(r_b, normal), _cross(r_s, normal)
+        meff = 1.0 / (1.0 / mass + jb**2 / inertia + 1.0 / geo.STRIKER_MASS + js**2 / STRIKER_INERTIA)
+        # Hunt-Crossley's damping, at most what stops the normal approach in one step (an implicit damper's limit)
+        damp = jnp.minimum(spring * lam, meff / HC_DT) * -vn
+        fn = jnp.maximum(spring + damp, 0.0)
+        vt = vrel - vn[:, None] * normal
+        ft = -mu1 * fn[:, None] * vt / jnp.sqrt(jnp.sum(vt**2, -1, keepdims=True) + SLIP**2)
+        f = fn[:, None] * normal + ft  # on the striker; the block feels -f
+        r_g = ground @ rb.T
+        vg = vb + wb * _perp(r_g)
+        fg = -mu2 * load * vg / jnp.sqrt(jnp.sum(vg**2, -1, keepdims=True) + SLIP**2)
+        force_b = -jnp.sum(f, 0) + jnp.sum(fg, 0)
+        torque_b = (
+            -jnp.sum(_cross(r_b, f))
+            + jnp.sum(_cross(r_g, fg))
+            - torsion * mass * geo.GRAVITY * wb / jnp.sqrt(wb**2 + SPIN_SLIP**2)
+        )
+        vb = vb + force_b / mass * HC_DT
+        wb = wb + torque_b / inertia * HC_DT
+        vs = vs + jnp.sum(f, 0) / geo.STRIKER_MASS * HC_DT
+        ws = ws + jnp.sum(_cross(r_s, f)) / STRIKER_INERTIA * HC_DT
+        return (xb + vb * HC_DT, phi + wb * HC_DT, vb, wb, xs + vs * HC_DT, psi + ws * HC_DT, vs, ws), None
+
+    (xb, phi, vb, wb, *_), _ = jax.lax.scan(step, state, None, length=int(round(RELEASE_AFTER / HC_DT)))
+    rb = _rot(phi)
+    ov = vb + wb * _perp(-com @ rb.T)
+    return jnp.concatenate([rb.T @ ov, wb[None]])
+
+
+RIGID_NOMINAL = (0.5, 0.5, 0.5, NOMINAL_MASS, 0.0, 0.0, 0.0)
+FAMILIES = {
+    "rigid": (strike_rigid, RIGID_STRIKE_NAMES, RIGID_STRIKE_LOW, RIGID_STRIKE_HIGH, RIGID_NOMINAL),
+    "compliant": (strike_compliant, COMPLIANT_NAMES, COMPLIANT_LOW, COMPLIANT_HIGH, COMPLIANT_NOMINAL),
+}
+
+
+def outcomes(family: str, shape: str, strikes, params) -> np.ndarray:
+    """The family's outcomes (n, 3) of strikes (n, 3) at parameters (n, p) or (p,), compiled once per shape."""
+    names = FAMILIES[family][1]
+    params = jnp.broadcast_to(jnp.asarray(params, jnp.float32), (len(strikes), len(names)))
+    return np.asarray(_batch(family, shape)(jnp.asarray(strikes, jnp.float32), params))
 
 
 @functools.cache
-def _batch(shape: str):
-    return jax.jit(jax.vmap(functools.partial(strike_rigid, shape)))
-
-
-def fit_rigid(shape, strikes, truth, *, key, generations, restarts):
-    """CMA-ES over the rigid family's unit box: (params, loss)."""
-    length = geo.characteristic_length(shape)
-    n = len(strikes)
-    lo, hi = np.asarray(RIGID_STRIKE_LOW), np.asarray(RIGID_STRIKE_HIGH)
-
-    def params_of(u):
-        return lo + np.asarray(u) * (hi - lo)
-
-    def losses(us):
-        p = params_of(us)
-        s = np.tile(strikes, (len(us), 1))
-        pr = np.repeat(p, n, axis=0)
-        pred = np.asarray(strike_rigid_batch(shape, s, pr)).reshape(len(us), n, 3)
-        err = np.asarray(relative_error(pred, truth[None], length))
-        return np.mean(err**2, axis=1)
-
-    u, loss, _ = cmaes_in_box(losses, np.full(len(RIGID_STRIKE_NAMES), 0.5), key=key, population=16,
-                              generations=generations, std_init=0.25, restarts=restarts)  # fmt: skip
-    return params_of(u), float(loss)
-
-
-def alpha_rigid(shape, params, strikes, truth):
-    pred = np.asarray(strike_rigid_batch(shape, strikes, params))
-    return float(np.mean(np.asarray(relative_error(pred, truth, geo.characteristic_length(shape))) <= 0.1))
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--labs", default="a,C,D")
-    ap.add_argument("--shapes", default=",".join(geo.SHAPES))
-    ap.add_argument("--n", type=int, default=60, help="strikes fitted (true labels)")
-    ap.add_argument("--test-n", type=int, default=100)
-    ap.add_argument("--generations", type=int, default=40)
-    ap.add_argument("--fit-seed", type=int, default=7)
-    ap.add_argument("--restarts", type=int, default=3)
-    ap.add_argument("--mujoco", action="store_true", help="MuJoCo C fitted the same way, beside it")
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    rows = []
-    t0 = time.perf_counter()
-    key = jax.random.PRNGKey(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        for lab in a.labs.split(","):
-            path = lab_file(lab, tmp)
-            for shape in a.shapes.split(","):
-                rec = run_lab(shape, path, os.path.join(tmp, f"{lab}_{shape}_fit.npz"), n=a.n, seed=a.fit_seed)
-                test = lab_test(shape, lab, tmp, a.test_n)
-                s_test, v_test, _ = lab_truth(test, "test")
-                s_fit, v_fit, _ = lab_truth(rec, "fit")
-                t1 = time.perf_counter()
-                p, loss = fit_rigid(shape, s_fit, v_fit, key=key, generations=a.generations, restarts=a.restarts)  # fmt: skip
-                row = {"lab": lab, "shape": shape, "n_fit": len(s_fit), "rigid": {
-                    "fit": alpha_rigid(shape, p, s_fit, v_fit), "held_out": alpha_rigid(shape, p, s_test, v_test),
-                    "loss": loss, "seconds": time.perf_counter() - t1,
-                    "params": dict(zip(RIGID_STRIKE_NAMES, p.tolist(), strict=True))}}  # fmt: skip
-                if a.mujoco:
-                    sim = make_strike_sim(shape)
-                    t1 = time.perf_counter()
-                    fit = oracle_fit(sim, s_fit, v_fit, key=key, generations=a.generations, restarts=a.restarts)
-                    row["mujoco"] = {"fit": alpha_of(sim, fit.params, s_fit, v_fit, shape),
-                                     "held_out": alpha_of(sim, fit.params, s_test, v_test, shape),
-                                     "seconds": time.perf_counter() - t1,
-                                     "params": dict(zip(sim.space.names, np.asarray(fit.params).tolist(), strict=True))}  # fmt: skip
-                rows.append(row)
-                cells = "   ".join(f"{m} fit {row[m]['fit']:.3f} held-out {row[m]['held_out']:.3f}"
-                                   for m in ("rigid", "mujoco") if m in row)  # fmt: skip
-                print(f"lab {lab} {shape:<14} {cells}   [{time.perf_counter() - t0:.0f} s]", flush=True)
-                print(f"   rigid params {row['rigid']['params']}", flush=True)
-    for m in ("rigid", "mujoco"):
-        if m in rows[0]:
-            print(f"mean over {len(rows)}: {m:<7} fit {np.mean([r[m]['fit'] for r in rows]):.3f}  "
-                  f"held-out {np.mean([r[m]['held_out'] for r in rows]):.3f}")  # fmt: skip
-    if a.json:
-        write_json(a.json, {"rows": rows, "args": vars(a)})
-        print(f"-> {a.json}")
-
-
-if __name__ == "__main__":
-    main()
+def _batch(family: str, shape: str):
+    return jax.jit(jax.vmap(functools.partial(FAMILIES[family][0], shape)))
