@@ -28,6 +28,7 @@ first touch.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -121,6 +122,52 @@ def _time_of_impact(block, striker, direction):
     return jnp.minimum(jnp.min(casts(striker, block, direction)), jnp.min(casts(block, striker, -direction)))
 
 
+class _Bodies(NamedTuple):
+    """The two bodies of one strike at fixed parameters, about the block's centre of mass."""
+
+    com: Array  # (2,) centre of mass, block frame
+    inertia: Array  # block's, kg m²
+    block: Array  # (N, 2) outline about the centre of mass
+    block_normals: Array  # (N, 2)
+    ground: Array  # (G, 2) ground points about the centre of mass
+    striker: Array  # (4, 2) the striker's outline about its centre
+    striker_normals: Array  # (4, 2)
+
+
+def _bodies_and_start(shape, strike, mass, com_x, com_y):
+    """The bodies, and the state at first touch: (block com xy, yaw, v xy, ω, striker centre xy, yaw, v xy, ω);
+    the block frame is the world at touch."""
+    k = _shape_constants(shape)
+    f32 = jnp.float32
+    com = jnp.asarray(k["centroid"], f32) + jnp.stack([com_x, com_y])
+    bodies = _Bodies(
+        com, mass * jnp.asarray(k["gyration"], f32) ** 2, jnp.asarray(k["block"], f32) - com,
+        jnp.asarray(k["block_normals"], f32), jnp.asarray(k["ground"], f32) - com,
+        jnp.asarray(k["striker"], f32), jnp.asarray(k["striker_normals"], f32),
+    )  # fmt: skip
+    centre, yaw, velocity = geo.striker_start(shape, strike)
+    direction = velocity / strike[2]
+    travel = _time_of_impact(jnp.asarray(k["block"], f32), centre + bodies.striker @ _rot(yaw).T, direction)
+    zero = jnp.zeros((), f32)
+    return bodies, (com, zero, jnp.zeros(2, f32), zero, centre + direction * travel, yaw, velocity, zero)
+
+
+def _contacts(bodies: _Bodies, xb, phi, xs, psi):
+    """Candidate contacts: the striker's corners against the block's faces and the `BLOCK_CONTACTS` deepest
+    block corners against the striker's; (signed distance, normal out of the block, point, arm from the
+    block's centre of mass, arm from the striker's centre), world frame."""
+    rb, rs = _rot(phi), _rot(psi)
+    block_world, block_normals = xb + bodies.block @ rb.T, bodies.block_normals @ rb.T
+    striker_world, striker_normals = xs + bodies.striker @ rs.T, bodies.striker_normals @ rs.T
+    sd_a, n_a = _depths(striker_world, block_world, block_normals)
+    sd_b, n_b = _depths(block_world, striker_world, striker_normals)
+    keep = jnp.argsort(sd_b)[:BLOCK_CONTACTS]
+    sd = jnp.concatenate([sd_a, sd_b[keep]])
+    normal = jnp.concatenate([n_a, -n_b[keep]])
+    point = jnp.concatenate([striker_world, block_world[keep]])
+    return sd, normal, point, point - xb, point - xs
+
+
 def strike_rigid(shape: str, strike: Float[Array, "3"], params: Float[Array, "7"]) -> Float[Array, "3"]:
     """The block's velocity (vx, vy, ωz) of its frame origin, block frame, `RELEASE_AFTER` after first touch.
 
@@ -129,40 +176,18 @@ def strike_rigid(shape: str, strike: Float[Array, "3"], params: Float[Array, "7"
         strike: (θ, θ1, v_pre), SCENE.md's strike.
         params: the family's seven parameters, in `rigid_strike_space()`'s order.
     """
-    k = _shape_constants(shape)
     f32 = jnp.float32
     strike, params = jnp.asarray(strike, f32), jnp.asarray(params, f32)
     mu1, mu2, e, mass, com_x, com_y, torsion = (params[i] for i in range(7))
-    com = jnp.asarray(k["centroid"], f32) + jnp.stack([com_x, com_y])
-    inertia = mass * jnp.asarray(k["gyration"], f32) ** 2
-    block_local = jnp.asarray(k["block"], f32) - com  # outline about the centre of mass, block frame
-    block_normals = jnp.asarray(k["block_normals"], f32)
-    ground = jnp.asarray(k["ground"], f32) - com
-    striker_local, striker_normals = jnp.asarray(k["striker"], f32), jnp.asarray(k["striker_normals"], f32)
+    bodies, state = _bodies_and_start(shape, strike, mass, com_x, com_y)
+    com, inertia, ground = bodies.com, bodies.inertia, bodies.ground
     load = mass * geo.GRAVITY / ground.shape[0]  # normal force per ground point, N
-
-    centre, yaw, velocity = geo.striker_start(shape, strike)
-    direction = velocity / strike[2]
-    striker_world0 = centre + striker_local @ _rot(yaw).T
-    travel = _time_of_impact(jnp.asarray(k["block"], f32), striker_world0, direction)
-    # state: block (com xy, yaw, v xy, ω), striker (centre xy, yaw, v xy, ω); the block frame is the world at touch
-    state = (com, jnp.zeros((), f32), jnp.zeros(2, f32), jnp.zeros((), f32),
-             centre + direction * travel, yaw, velocity, jnp.zeros((), f32))  # fmt: skip
     inv_m = jnp.stack([1 / mass, 1 / inertia, 1 / geo.STRIKER_MASS, 1 / STRIKER_INERTIA])
 
     def step(state, _):
         xb, phi, vb, wb, xs, psi, vs, ws = state
-        rb, rs = _rot(phi), _rot(psi)
-        vb_world, nb_world = xb + block_local @ rb.T, block_normals @ rb.T
-        vs_world, ns_world = xs + striker_local @ rs.T, striker_normals @ rs.T
-        # striker corners against the block's faces (normal out of the block), block corners against the striker's
-        sd_a, n_a = _depths(vs_world, vb_world, nb_world)
-        sd_b, n_b = _depths(vb_world, vs_world, ns_world)
-        keep = jnp.argsort(sd_b)[:BLOCK_CONTACTS]
-        sd = jnp.concatenate([sd_a, sd_b[keep]])
-        normal = jnp.concatenate([n_a, -n_b[keep]])
-        point = jnp.concatenate([vs_world, vb_world[keep]])
-        r_b, r_s = point - xb, point - xs
+        rb = _rot(phi)
+        sd, normal, point, r_b, r_s = _contacts(bodies, xb, phi, xs, psi)
         tangent = _perp(normal)
 
         def rel(v, dirn, i):
@@ -231,45 +256,18 @@ def strike_rigid(shape: str, strike: Float[Array, "3"], params: Float[Array, "7"
 
 def strike_compliant(shape: str, strike: Float[Array, "3"], params: Float[Array, "8"]) -> Float[Array, "3"]:
     """The compliant family's outcome: as `strike_rigid`, with Hunt-Crossley forces where the outlines overlap."""
-    k = _shape_constants(shape)
     f32 = jnp.float32
     strike, params = jnp.asarray(strike, f32), jnp.asarray(params, f32)
     mu1, mu2, log10k, log10lam, mass, com_x, com_y, torsion = (params[i] for i in range(8))
-    stiff = 10.0**log10k
-    lam = 10.0**log10lam
-    com = jnp.asarray(k["centroid"], f32) + jnp.stack([com_x, com_y])
-    inertia = mass * jnp.asarray(k["gyration"], f32) ** 2
-    block_local = jnp.asarray(k["block"], f32) - com
-    block_normals = jnp.asarray(k["block_normals"], f32)
-    ground = jnp.asarray(k["ground"], f32) - com
-    striker_local, striker_normals = jnp.asarray(k["striker"], f32), jnp.asarray(k["striker_normals"], f32)
+    stiff, lam = 10.0**log10k, 10.0**log10lam
+    bodies, state = _bodies_and_start(shape, strike, mass, com_x, com_y)
+    com, inertia, ground = bodies.com, bodies.inertia, bodies.ground
     load = mass * geo.GRAVITY / ground.shape[0]
-    centre, yaw, velocity = geo.striker_start(shape, strike)
-    direction = velocity / strike[2]
-    travel = _time_of_impact(jnp.asarray(k["block"], f32), centre + striker_local @ _rot(yaw).T, direction)
-    state = (
-        com,
-        jnp.zeros((), f32),
-        jnp.zeros(2, f32),
-        jnp.zeros((), f32),
-        centre + direction * travel,
-        yaw,
-        velocity,
-        jnp.zeros((), f32),
-    )
 
     def step(state, _):
         xb, phi, vb, wb, xs, psi, vs, ws = state
-        rb, rs = _rot(phi), _rot(psi)
-        vbw, nbw = xb + block_local @ rb.T, block_normals @ rb.T
-        vsw, nsw = xs + striker_local @ rs.T, striker_normals @ rs.T
-        sd_a, n_a = _depths(vsw, vbw, nbw)
-        sd_b, n_b = _depths(vbw, vsw, nsw)
-        keep = jnp.argsort(sd_b)[:BLOCK_CONTACTS]
-        sd = jnp.concatenate([sd_a, sd_b[keep]])
-        normal = jnp.concatenate([n_a, -n_b[keep]])
-        point = jnp.concatenate([vsw, vbw[keep]])
-        r_b, r_s = point - xb, point - xs
+        rb = _rot(phi)
+        sd, normal, point, r_b, r_s = _contacts(bodies, xb, phi, xs, psi)
         vrel = vs + ws * _perp(r_s) - vb - wb * _perp(r_b)  # striker relative to block at each point
         vn = jnp.sum(vrel * normal, -1)
         depth = jnp.maximum(-sd, 0.0)
