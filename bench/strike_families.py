@@ -40,14 +40,14 @@ from strike_laws import FAMILIES, outcomes
 
 from clashx.baselines import identify_cmaes
 from clashx.core import write_json
-from clashx.events import ingest_strike_lab, relative_error, speed_vector
+from clashx.events import alpha_accuracy, ingest_strike_lab, relative_error, speed_vector
 from clashx.learn import LabFitConfig, ground_friction
 from clashx.optimize import cmaes_in_box
 from clashx.scenes import geometry as geo
 from clashx.scenes import make_strike_sim
 from clashx.workflows import lab_truth
 
-PRIOR_FAILED = 1e3  # the loss of a candidate whose outcome is not finite
+NONFINITE_LOSS = 1e3  # the loss of a candidate whose outcome is not finite
 
 
 def fit_family(family, shape, strikes, truth, *, key, generations, restarts, mu2=None, scale="relative", robust=0.0):
@@ -80,7 +80,7 @@ def fit_family(family, shape, strikes, truth, *, key, generations, restarts, mu2
         else:
             res = np.asarray(speed_vector(pred, length)) - np.asarray(speed_vector(truth, length))[None]
             fit = np.mean(np.sum(res**2, axis=-1), axis=1) / typical**2
-        fit = np.nan_to_num(fit, nan=PRIOR_FAILED, posinf=PRIOR_FAILED)
+        fit = np.nan_to_num(fit, nan=NONFINITE_LOSS, posinf=NONFINITE_LOSS)
         return fit + np.sum(((us - base_u) * inv_std) ** 2, axis=1) / n
 
     start = base_u if mu2 is not None else np.full(len(names), 0.5)
@@ -91,8 +91,7 @@ def fit_family(family, shape, strikes, truth, *, key, generations, restarts, mu2
 
 def alpha(family, shape, params, strikes, truth) -> float:
     """α = 0.1 accuracy of the family at `params` against true velocities."""
-    pred = outcomes(family, shape, strikes, params)
-    return float(np.mean(np.asarray(relative_error(pred, truth, geo.characteristic_length(shape))) <= 0.1))
+    return float(alpha_accuracy(outcomes(family, shape, strikes, params), truth, geo.characteristic_length(shape)))
 
 
 def main() -> None:

@@ -56,6 +56,7 @@ STRIKER_INERTIA = geo.STRIKER_MASS * (2 * geo.STRIKER_HALF) ** 2 / 6  # kg m², 
 RIGID_STRIKE_NAMES = ("mu1", "mu2", "e", "mass", "com_x", "com_y", "torsion")
 RIGID_STRIKE_LOW = (0.05, 0.02, 0.0, MASS_RANGE[0], COM_RANGE[0], COM_RANGE[0], TORSION_RANGE[0])
 RIGID_STRIKE_HIGH = (1.0, 1.0, 1.0, MASS_RANGE[1], COM_RANGE[1], COM_RANGE[1], TORSION_RANGE[1])
+RIGID_NOMINAL = (0.5, 0.5, 0.5, NOMINAL_MASS, 0.0, 0.0, 0.0)
 HC_DT = 5e-5  # s, the compliant law's step (explicit: its stiffest contact takes 20 steps or more)
 SLIP = 1e-3  # m/s, regularisation of Coulomb's sign
 SPIN_SLIP = 0.03  # rad/s, the same for the torsional friction
@@ -95,9 +96,18 @@ def _perp(a):
     return jnp.stack([-a[..., 1], a[..., 0]], -1)
 
 
-def _rot(angle):
-    c, s = jnp.cos(angle), jnp.sin(angle)
-    return jnp.array([[c, -s], [s, c]])
+def _effective_mass(r_b, r_s, direction, inv_m):
+    """Each contact's effective mass along `direction` (K, 2) for the pair, arms r_b and r_s (K, 2);
+    inv_m = (1/m_block, 1/I_block, 1/m_striker, 1/I_striker)."""
+    jb, js = _cross(r_b, direction), _cross(r_s, direction)
+    return 1.0 / (inv_m[0] + jb**2 * inv_m[1] + inv_m[2] + js**2 * inv_m[3])
+
+
+def _outcome(com, phi, vb, wb):
+    """SCENE.md's outcome from the block's centre-of-mass motion: its frame origin's (vx, vy), block frame, and ωz."""
+    rb = geo.rot2(phi)
+    origin_velocity = vb + wb * _perp(-com @ rb.T)  # the frame origin sits at -com from the centre of mass
+    return jnp.concatenate([rb.T @ origin_velocity, wb[None]])
 
 
 def _depths(points, verts, normals):
@@ -147,16 +157,16 @@ def _bodies_and_start(shape, strike, mass, com_x, com_y):
     )  # fmt: skip
     centre, yaw, velocity = geo.striker_start(shape, strike)
     direction = velocity / strike[2]
-    travel = _time_of_impact(jnp.asarray(k["block"], f32), centre + bodies.striker @ _rot(yaw).T, direction)
+    travel = _time_of_impact(jnp.asarray(k["block"], f32), centre + bodies.striker @ geo.rot2(yaw).T, direction)
     zero = jnp.zeros((), f32)
     return bodies, (com, zero, jnp.zeros(2, f32), zero, centre + direction * travel, yaw, velocity, zero)
 
 
 def _contacts(bodies: _Bodies, xb, phi, xs, psi):
     """Candidate contacts: the striker's corners against the block's faces and the `BLOCK_CONTACTS` deepest
-    block corners against the striker's; (signed distance, normal out of the block, point, arm from the
-    block's centre of mass, arm from the striker's centre), world frame."""
-    rb, rs = _rot(phi), _rot(psi)
+    block corners against the striker's; (signed distance, normal out of the block, arm from the block's
+    centre of mass, arm from the striker's centre), world frame."""
+    rb, rs = geo.rot2(phi), geo.rot2(psi)
     block_world, block_normals = xb + bodies.block @ rb.T, bodies.block_normals @ rb.T
     striker_world, striker_normals = xs + bodies.striker @ rs.T, bodies.striker_normals @ rs.T
     sd_a, n_a = _depths(striker_world, block_world, block_normals)
@@ -165,7 +175,7 @@ def _contacts(bodies: _Bodies, xb, phi, xs, psi):
     sd = jnp.concatenate([sd_a, sd_b[keep]])
     normal = jnp.concatenate([n_a, -n_b[keep]])
     point = jnp.concatenate([striker_world, block_world[keep]])
-    return sd, normal, point, point - xb, point - xs
+    return sd, normal, point - xb, point - xs
 
 
 def strike_rigid(shape: str, strike: Float[Array, "3"], params: Float[Array, "7"]) -> Float[Array, "3"]:
@@ -174,29 +184,25 @@ def strike_rigid(shape: str, strike: Float[Array, "3"], params: Float[Array, "7"
     Args:
         shape: one of `geo.SHAPES`.
         strike: (θ, θ1, v_pre), SCENE.md's strike.
-        params: the family's seven parameters, in `rigid_strike_space()`'s order.
+        params: the family's seven parameters, in `RIGID_STRIKE_NAMES`' order.
     """
     f32 = jnp.float32
     strike, params = jnp.asarray(strike, f32), jnp.asarray(params, f32)
     mu1, mu2, e, mass, com_x, com_y, torsion = (params[i] for i in range(7))
     bodies, state = _bodies_and_start(shape, strike, mass, com_x, com_y)
-    com, inertia, ground = bodies.com, bodies.inertia, bodies.ground
+    inertia, ground = bodies.inertia, bodies.ground
     load = mass * geo.GRAVITY / ground.shape[0]  # normal force per ground point, N
     inv_m = jnp.stack([1 / mass, 1 / inertia, 1 / geo.STRIKER_MASS, 1 / STRIKER_INERTIA])
 
     def step(state, _):
         xb, phi, vb, wb, xs, psi, vs, ws = state
-        rb = _rot(phi)
-        sd, normal, point, r_b, r_s = _contacts(bodies, xb, phi, xs, psi)
+        rb = geo.rot2(phi)
+        sd, normal, r_b, r_s = _contacts(bodies, xb, phi, xs, psi)
         tangent = _perp(normal)
 
         def rel(v, dirn, i):
             vb_, wb_, vs_, ws_ = v
             return jnp.dot(vs_ + ws_ * _perp(r_s[i]) - vb_ - wb_ * _perp(r_b[i]), dirn)
-
-        def meff(dirn, i):
-            jb, js = _cross(r_b[i], dirn), _cross(r_s[i], dirn)
-            return 1.0 / (inv_m[0] + jb**2 * inv_m[1] + inv_m[2] + js**2 * inv_m[3])
 
         def apply(v, dirn, i, lam):
             vb_, wb_, vs_, ws_ = v
@@ -208,8 +214,7 @@ def strike_rigid(shape: str, strike: Float[Array, "3"], params: Float[Array, "7"
         approach = jnp.stack([rel(v0, normal[i], i) for i in range(n_c)])
         bounce = jnp.where((approach < -RESTITUTION_SPEED) & (sd <= PATCH), -e * approach, 0.0)
         target = jnp.maximum(bounce, jnp.where(sd > 0, -sd / DT, -BAUMGARTE * sd / DT))
-        m_n = jnp.stack([meff(normal[i], i) for i in range(n_c)])
-        m_t = jnp.stack([meff(tangent[i], i) for i in range(n_c)])
+        m_n, m_t = _effective_mass(r_b, r_s, normal, inv_m), _effective_mass(r_b, r_s, tangent, inv_m)
         r_g = ground @ rb.T
         lim_g, lim_w = mu2 * load * DT, torsion * mass * geo.GRAVITY * DT
         kxx = inv_m[0] + r_g[:, 1] ** 2 * inv_m[1]
@@ -247,11 +252,8 @@ def strike_rigid(shape: str, strike: Float[Array, "3"], params: Float[Array, "7"
         vb, wb, vs, ws = v
         return (xb + vb * DT, phi + wb * DT, vb, wb, xs + vs * DT, psi + ws * DT, vs, ws), None
 
-    steps = int(round(RELEASE_AFTER / DT))
-    (xb, phi, vb, wb, *_), _ = jax.lax.scan(step, state, None, length=steps)
-    rb = _rot(phi)
-    origin_velocity = vb + wb * _perp(-com @ rb.T)  # the frame origin sits at -com from the centre of mass
-    return jnp.concatenate([rb.T @ origin_velocity, wb[None]])
+    (_, phi, vb, wb, *_), _ = jax.lax.scan(step, state, None, length=int(round(RELEASE_AFTER / DT)))
+    return _outcome(bodies.com, phi, vb, wb)
 
 
 def strike_compliant(shape: str, strike: Float[Array, "3"], params: Float[Array, "8"]) -> Float[Array, "3"]:
@@ -261,19 +263,19 @@ def strike_compliant(shape: str, strike: Float[Array, "3"], params: Float[Array,
     mu1, mu2, log10k, log10lam, mass, com_x, com_y, torsion = (params[i] for i in range(8))
     stiff, lam = 10.0**log10k, 10.0**log10lam
     bodies, state = _bodies_and_start(shape, strike, mass, com_x, com_y)
-    com, inertia, ground = bodies.com, bodies.inertia, bodies.ground
+    inertia, ground = bodies.inertia, bodies.ground
     load = mass * geo.GRAVITY / ground.shape[0]
+    inv_m = jnp.stack([1 / mass, 1 / inertia, 1 / geo.STRIKER_MASS, 1 / STRIKER_INERTIA])
 
     def step(state, _):
         xb, phi, vb, wb, xs, psi, vs, ws = state
-        rb = _rot(phi)
-        sd, normal, point, r_b, r_s = _contacts(bodies, xb, phi, xs, psi)
+        rb = geo.rot2(phi)
+        sd, normal, r_b, r_s = _contacts(bodies, xb, phi, xs, psi)
         vrel = vs + ws * _perp(r_s) - vb - wb * _perp(r_b)  # striker relative to block at each point
         vn = jnp.sum(vrel * normal, -1)
         depth = jnp.maximum(-sd, 0.0)
         spring = stiff * depth**1.5
-        jb, js = _cross(r_b, normal), _cross(r_s, normal)
-        meff = 1.0 / (1.0 / mass + jb**2 / inertia + 1.0 / geo.STRIKER_MASS + js**2 / STRIKER_INERTIA)
+        meff = _effective_mass(r_b, r_s, normal, inv_m)
         # Hunt-Crossley's damping, at most what stops the normal approach in one step (an implicit damper's limit)
         damp = jnp.minimum(spring * lam, meff / HC_DT) * -vn
         fn = jnp.maximum(spring + damp, 0.0)
@@ -295,13 +297,10 @@ def strike_compliant(shape: str, strike: Float[Array, "3"], params: Float[Array,
         ws = ws + jnp.sum(_cross(r_s, f)) / STRIKER_INERTIA * HC_DT
         return (xb + vb * HC_DT, phi + wb * HC_DT, vb, wb, xs + vs * HC_DT, psi + ws * HC_DT, vs, ws), None
 
-    (xb, phi, vb, wb, *_), _ = jax.lax.scan(step, state, None, length=int(round(RELEASE_AFTER / HC_DT)))
-    rb = _rot(phi)
-    ov = vb + wb * _perp(-com @ rb.T)
-    return jnp.concatenate([rb.T @ ov, wb[None]])
+    (_, phi, vb, wb, *_), _ = jax.lax.scan(step, state, None, length=int(round(RELEASE_AFTER / HC_DT)))
+    return _outcome(bodies.com, phi, vb, wb)
 
 
-RIGID_NOMINAL = (0.5, 0.5, 0.5, NOMINAL_MASS, 0.0, 0.0, 0.0)
 FAMILIES = {
     "rigid": (strike_rigid, RIGID_STRIKE_NAMES, RIGID_STRIKE_LOW, RIGID_STRIKE_HIGH, RIGID_NOMINAL),
     "compliant": (strike_compliant, COMPLIANT_NAMES, COMPLIANT_LOW, COMPLIANT_HIGH, COMPLIANT_NOMINAL),

@@ -46,7 +46,12 @@ def shard_batch(tree: Any, mesh: Mesh | None = None) -> Any:
     if mesh is None:
         return tree
     place = _placement(mesh)
-    return jax.tree.map(lambda a: jax.device_put(jnp.asarray(a), place(jnp.asarray(a))), tree)
+
+    def put(a):
+        a = jnp.asarray(a)
+        return jax.device_put(a, place(a))
+
+    return jax.tree.map(put, tree)
 
 
 def constrain_batch(tree: Any, mesh: Mesh | None = None) -> Any:
