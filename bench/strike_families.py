@@ -4,7 +4,7 @@
                                     [--shapes ...] [--n 60] [--mujoco] [--generations 40] [--restarts 3]
                                     [--json OUT]
 
-The families are bench/strike_laws.py's: `rigid` (Newton restitution and
+The families are clashx.scenes's (`STRIKE_FAMILIES`, clashx/scenes/_strike_laws.py): `rigid` (Newton restitution and
 Coulomb friction between rigid planar bodies) and `compliant` (Hunt-Crossley
 forces).  A family is fitted by CMA-ES (`clashx.optimize.cmaes_in_box`, the
 baselines' objective: mean squared relative error of the speed vector) and
@@ -36,13 +36,14 @@ import numpy as np
 from ceiling import alpha_of, oracle_fit
 from cmaes import fit_events, run_lab
 from correction import lab_file, lab_test
-from strike_laws import FAMILIES, outcomes
 
 from clashx.baselines import identify_cmaes
 from clashx.core import write_json
 from clashx.events import alpha_accuracy, ingest_strike_lab, relative_error, speed_vector
 from clashx.learn import LabFitConfig, ground_friction
 from clashx.optimize import cmaes_in_box
+from clashx.scenes import STRIKE_FAMILIES as FAMILIES
+from clashx.scenes import family_outcomes as outcomes
 from clashx.scenes import geometry as geo
 from clashx.scenes import make_strike_sim
 from clashx.workflows import lab_truth

@@ -33,6 +33,7 @@ from .hybrid import make_hybrid_sim as make_hybrid_sim
 from .hybrid import rollouts as rollouts
 from .hybrid import rollouts_c as rollouts_c
 from .hybrid import track_loss as track_loss
+from .learn import FamilyFit as FamilyFit
 from .learn import FinetuneConfig as FinetuneConfig
 from .learn import IdentifyResult as IdentifyResult
 from .learn import LabFit as LabFit
@@ -43,6 +44,7 @@ from .learn import distil_locally as distil_locally
 from .learn import finetune as finetune
 from .learn import finetune_on_tracks as finetune_on_tracks
 from .learn import finetune_pair as finetune_pair
+from .learn import fit_families as fit_families
 from .learn import fit_recording as fit_recording
 from .learn import identify as identify
 from .learn import identify_pair as identify_pair

@@ -154,6 +154,17 @@ def test_two_stage_fit_reads_the_ground_off_simulated_tracks(simulated_square, t
     assert out["std_finite"] and out["total_s"] > 0
 
 
+def test_fit_without_a_scene_refuses_the_mujoco_side_steps():
+    """A surrogate of another impulse family has no MuJoCo scene: the steps that need one are refused up front."""
+    from clashx.learn import LabFitConfig, fit_recording
+
+    with pytest.raises(ValueError, match="local=None"):
+        fit_recording(shipped_surrogate("square"), None, {}, key=jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match="labels='stop-time'"):
+        fit_recording(shipped_surrogate("square"), None, {}, key=jax.random.PRNGKey(0),
+                      config=LabFitConfig(labels="sim", local=None))  # fmt: skip
+
+
 def test_identify_recovers_mass_and_centre_of_mass_through_the_surrogate():
     """Velocities the surrogate gives at known parameters (2 % noise): the block's physics comes back."""
     model = shipped_surrogate("square")

@@ -146,7 +146,7 @@ def _named(space, values) -> dict[str, float]:
 
 def fit_recording(
     model: Surrogate,
-    sim: StrikeSim,
+    sim: StrikeSim | None,
     recording: dict[str, Any],
     *,
     where: str = "recording",
@@ -158,7 +158,9 @@ def fit_recording(
 
     Args:
         model: the pretrained surrogate of the recording's shape.
-        sim: the strike scene of that shape (its slide model and space: the surrogate's).
+        sim: the strike scene of that shape (its slide model and space: the surrogate's).  Only MuJoCo-side
+            steps use it (`labels="sim"`, local re-distillation); None for a surrogate distilled from another
+            impulse family (its own parameter space), with `config.local` None and stop-time labels.
         recording: the recording's arrays (`clashx.events._ingest_strike` format).
         where: its name for messages.
         rows: strikes to use (default: every touched one).
@@ -169,14 +171,19 @@ def fit_recording(
         A `LabFit`.
     """
     config = config or LabFitConfig()
-    if sim.space != model.space or sim.shape != model.shape:
+    if sim is None and (config.labels == "sim" or config.local is not None):
+        raise ValueError(
+            "fit_recording without a MuJoCo scene (sim=None) cannot read labels by simulation or re-distil "
+            "locally; pass LabFitConfig(labels='stop-time', local=None) or the shape's scene"
+        )
+    if sim is not None and (sim.space != model.space or sim.shape != model.shape):
         raise ValueError(f"the surrogate ({model.shape}, {model.space.names}) and the scene ({sim.shape}) differ")
     space = model.space
     times = {}
     t0 = time.perf_counter()
     if config.labels not in ("stop-time", "sim"):
         raise ValueError(f"labels {config.labels!r}: expected 'stop-time' or 'sim'")
-    if config.labels == "sim":
+    if config.labels == "sim" and sim is not None:
         events = ingest_by_simulation(recording, where, sim=sim)
     else:
         events = ingest_strike_lab(recording, where)
@@ -218,7 +225,7 @@ def fit_recording(
 
     local, local_report = model, None
     t0 = time.perf_counter()
-    if config.local is not None:
+    if config.local is not None and sim is not None:
         local, local_report = distil_locally(model, sim, params, key=k_local, config=config.local)
     times["local_distil_s"] = time.perf_counter() - t0
 

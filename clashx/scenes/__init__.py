@@ -58,6 +58,9 @@ from ._strike_c import slide_to_rest_c as slide_to_rest_c
 from ._strike_impact import StrikeBodies as StrikeBodies
 from ._strike_impact import guard as guard
 from ._strike_impact import strike_of_state as strike_of_state
+from ._strike_laws import STRIKE_FAMILIES as STRIKE_FAMILIES
+from ._strike_laws import compliant_space as compliant_space
+from ._strike_laws import family_outcomes as family_outcomes
 from ._strike_rule import MAX_TIME as MAX_TIME
 from ._strike_rule import RELEASE_AFTER as RELEASE_AFTER
 from ._strike_rule import StrikeEvent as StrikeEvent

@@ -264,11 +264,22 @@ def window_displacement(
     return jnp.stack([c * dx + s * dy, -s * dx + c * dy, dyaw], -1)
 
 
-def shipped_surrogate(shape: str) -> Surrogate:
-    """The pretrained surrogate of `shape` shipped in `clashx/data/strike_surrogate/` (how it was made: its README.md)."""
+SHIPPED_FAMILIES = {"mujoco": "strike_surrogate", "compliant": "strike_surrogate_compliant"}
 
+
+def shipped_surrogate(shape: str, family: str = "mujoco") -> Surrogate:
+    """The pretrained surrogate of `shape` shipped with clashx (how each was made: its folder's README.md).
+
+    Args:
+        shape: block shape.
+        family: the impulse model it was distilled from: "mujoco" (MuJoCo C, `clashx.strike_space()`'s eight
+            parameters; `clashx/data/strike_surrogate/`) or "compliant" (`clashx.scenes.STRIKE_FAMILIES`'
+            Hunt-Crossley law, `clashx.scenes.compliant_space()`; `clashx/data/strike_surrogate_compliant/`).
+    """
     geo.check_shape(shape)
-    return load_surrogate(data_path(f"strike_surrogate/{shape}/{META_FILE}").parent, shape=shape)
+    if family not in SHIPPED_FAMILIES:
+        raise ValueError(f"family {family!r}: the shipped surrogates are {', '.join(map(repr, SHIPPED_FAMILIES))}")
+    return load_surrogate(data_path(f"{SHIPPED_FAMILIES[family]}/{shape}/{META_FILE}").parent, shape=shape)
 
 
 def load_or_shipped(run_dir: str | os.PathLike | None, shape: str | None) -> Surrogate:

@@ -21,8 +21,11 @@ first touch.
   step) and Coulomb friction `mu1` (regularised); explicit steps of `HC_DT`.
   The ground as above, as forces.
 
-`FAMILIES[name]` = (outcome function, parameter names, low, high, nominal);
-`outcomes(family, shape, strikes, params)` runs one compiled, vmapped batch.
+`STRIKE_FAMILIES[name]` = (outcome function, parameter names, low, high, nominal);
+`family_outcomes(family, shape, strikes, params)` runs one compiled, vmapped
+batch; `compliant_space()` is the compliant family's parameters as a
+`ParamSpace`, what a surrogate distilled from it is conditioned on (the
+shipped ones: `clashx.shipped_surrogate(shape, family="compliant")`).
 """
 
 from __future__ import annotations
@@ -34,16 +37,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from clashx.core import Array, Float
-from clashx.scenes import geometry as geo
-from clashx.scenes import strike_space
+from ..core import Array, Float, ParamSpace
+from . import _geometry as geo
+from ._spaces import strike_space
+from ._strike_rule import RELEASE_AFTER
 
 _SPACE = strike_space()  # the block's own priors are MuJoCo's eight's (mass, centre of mass, torsion)
 MASS_RANGE, COM_RANGE, TORSION_RANGE = ((_SPACE.low[_SPACE.names.index(n)], _SPACE.high[_SPACE.names.index(n)])
                                         for n in ("mass", "com_x", "torsion"))  # fmt: skip
-NOMINAL_MASS = _SPACE.nominal[_SPACE.names.index("mass")]
+NOMINAL_MASS = float(_SPACE.vector()[_SPACE.index("mass")])
 
-RELEASE_AFTER = 0.02  # s: the arm pulls the striker away this long after first touch (SCENE.md)
 DT = 2.5e-4  # s, the law's step
 ITERATIONS = 10  # sequential-impulse sweeps per step
 GROUND_GRID = 5  # ground points: a GROUND_GRID x GROUND_GRID grid clipped to the footprint
@@ -301,19 +304,28 @@ def strike_compliant(shape: str, strike: Float[Array, "3"], params: Float[Array,
     return _outcome(bodies.com, phi, vb, wb)
 
 
-FAMILIES = {
+STRIKE_FAMILIES = {
     "rigid": (strike_rigid, RIGID_STRIKE_NAMES, RIGID_STRIKE_LOW, RIGID_STRIKE_HIGH, RIGID_NOMINAL),
     "compliant": (strike_compliant, COMPLIANT_NAMES, COMPLIANT_LOW, COMPLIANT_HIGH, COMPLIANT_NOMINAL),
 }
 
 
-def outcomes(family: str, shape: str, strikes, params) -> np.ndarray:
+def family_outcomes(family: str, shape: str, strikes, params) -> np.ndarray:
     """The family's outcomes (n, 3) of strikes (n, 3) at parameters (n, p) or (p,), compiled once per shape."""
-    names = FAMILIES[family][1]
+    names = STRIKE_FAMILIES[family][1]
     params = jnp.broadcast_to(jnp.asarray(params, jnp.float32), (len(strikes), len(names)))
     return np.asarray(_batch(family, shape)(jnp.asarray(strikes, jnp.float32), params))
 
 
+def compliant_space() -> ParamSpace:
+    """The compliant family's eight parameters as a `ParamSpace` (no MuJoCo targets: the law is not MuJoCo's)."""
+    n = len(COMPLIANT_NAMES)
+    return ParamSpace(
+        names=COMPLIANT_NAMES, low=tuple(map(float, COMPLIANT_LOW)), high=tuple(map(float, COMPLIANT_HIGH)),
+        targets=((),) * n, log_scale=(False,) * n, nominal=tuple(map(float, COMPLIANT_NOMINAL)),
+    )  # fmt: skip
+
+
 @functools.cache
 def _batch(family: str, shape: str):
-    return jax.jit(jax.vmap(functools.partial(FAMILIES[family][0], shape)))
+    return jax.jit(jax.vmap(functools.partial(STRIKE_FAMILIES[family][0], shape)))

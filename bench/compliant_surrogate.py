@@ -1,0 +1,206 @@
+"""The compliant impulse family distilled and identified the CLASH way, beside clashx's MuJoCo surrogate (issue 26).
+
+    python bench/compliant_surrogate.py distil --out DIR [--shapes ...] [--n 200000] [--epochs 80]
+    python bench/compliant_surrogate.py fit [--models DIR] [--labs a:2,a:12,C:2,D:2] [--cache DIR] [--json OUT]
+
+`distil` simulates `--n` strikes per shape with `clashx.scenes`' compliant
+family (`family_outcomes("compliant", ...)`) (Hunt-Crossley normal force, Coulomb friction; 8 parameters
+drawn uniformly from its box, SCENE.md's strike ranges) and pretrains a
+`clashx.Surrogate` on them with `clashx.pretrain` (the same recipe as the
+shipped MuJoCo surrogates: width 256, depth 4, mirror images), writing
+DIR/SHAPE/ (how the shipped `clashx.shipped_surrogate(shape, "compliant")`
+were made).  The law gives the velocity at release only, so the window's
+displacement is unknown (NaN) and the surrogate learns the velocity alone.
+
+`fit` runs, for each lab and shape, `clashx.fit_families`: clashx's two-stage
+identification (`clashx.fit_recording`: labels from the ten tracks, μ2 from
+the slides, the block's priors; here without fine-tuning) once per family on
+the same recording:
+
+* `mujoco`: the shipped surrogate (MuJoCo's eight parameters) with local
+  re-distillation, clashx's "identified only";
+* `compliant`: the compliant surrogate (`--models`, default the shipped one), the block's mass, centre of mass,
+  torsion and the stiffness log10k under the same one-range Gaussian prior
+  as MuJoCo's time constant, friction and damping free (no local
+  re-distillation: that step simulates MuJoCo).
+
+and scores on the lab's test strikes at α = 0.1 against their true
+velocities (scoring only):
+
+* `compliant` through its surrogate, and `compliant_law`: the law itself at
+  the identified parameters (what the surrogate's own error costs);
+* `mix`: w · mujoco + (1 − w) · compliant, w on a grid of 0, 0.1, ..., 1
+  chosen by the ten fit strikes' loss (the same relative speed residuals the
+  identification minimises), and `mean`: w = 1/2 fixed, `FamilyFit.predict`.
+
+Recordings are run in the strike lab (`bench/cmaes.py`'s `run_lab`; labs C
+and D are `bench/correction.py`'s `OWN_LABS`) and kept in `--cache` as
+fit_LABSEED_SHAPE.npz and test_LAB_SHAPE.npz.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+import jax
+import numpy as np
+from cmaes import run_lab  # bench/cmaes.py: strike_lab.py in a subprocess
+from correction import lab_file, lab_test  # bench/correction.py: labs C and D, test recordings
+
+import clashx
+from clashx.core import write_json
+from clashx.events import alpha_accuracy, sample_strikes, save_events, speed_residuals
+from clashx.learn import LabFitConfig, PretrainConfig, fit_families, pretrain
+from clashx.scenes import RELEASE_AFTER, compliant_space, family_outcomes
+from clashx.scenes import geometry as geo
+from clashx.workflows import lab_truth
+
+CHUNK = 8192  # strikes simulated per compiled call
+ALPHA = 0.1
+MIX_GRID = np.linspace(0.0, 1.0, 11)
+
+
+def distil(shape: str, out: str, *, n: int, epochs: int, seed: int) -> dict:
+    """Simulate `n` compliant strikes of `shape` into OUT/gen_SHAPE.npz and pretrain OUT/SHAPE on them."""
+    os.makedirs(out, exist_ok=True)
+    space = compliant_space()
+    data = os.path.join(out, f"gen_{shape}.npz")
+    t0 = time.perf_counter()
+    if not os.path.exists(data):
+        k_s, k_p = jax.random.split(jax.random.PRNGKey(seed))
+        strikes = np.asarray(sample_strikes(n, key=k_s), np.float64)
+        params = np.asarray(space.sample(n, key=k_p), np.float64)
+        vel = np.concatenate(
+            [
+                family_outcomes("compliant", shape, strikes[i : i + CHUNK], params[i : i + CHUNK])
+                for i in range(0, n, CHUNK)
+            ]
+        ).astype(np.float64)
+        ok = np.isfinite(vel).all(1)
+        zeros = np.zeros((n, 3))
+        save_events(data, {
+            "scene": "strike", "shape": shape, "source": "clashx.scenes compliant law",
+            "strike": strikes, "params": params, "post_velocity": np.where(ok[:, None], vel, np.nan),
+            "t_touch": np.zeros(n), "t_release": np.full(n, RELEASE_AFTER), "touched": ok,
+            "start_pose": zeros, "rest_pose": zeros,
+            "meta": json.dumps({"param_space": space.describe(), "seed": seed, "family": "compliant"}),
+        })  # fmt: skip
+        print(f"{shape}: {n} strikes simulated in {time.perf_counter() - t0:.0f} s ({int((~ok).sum())} not finite)")
+    t1 = time.perf_counter()
+    result = pretrain(PretrainConfig(data=data, out=os.path.join(out, shape), epochs=epochs, seed=seed))
+    val = result["validation"]
+    print(f"{shape}: pretrained in {time.perf_counter() - t1:.0f} s; held-out α=0.1 {val['alpha_0.1']:.3f}, "
+          f"median error {val['median_rel_err']:.3f}", flush=True)  # fmt: skip
+    return {"shape": shape, "simulate_s": t1 - t0, "pretrain_s": time.perf_counter() - t1, "validation": val}
+
+
+def recordings(lab: str, seed: int, shape: str, cache: str, test_n: int) -> tuple[dict, dict]:
+    """(ten-strike fit recording, test recording) of `lab`, from `cache` or run in the strike lab into it."""
+    os.makedirs(cache, exist_ok=True)
+    fit_path = os.path.join(cache, f"fit_{lab}{seed}_{shape}.npz")
+    test_path = os.path.join(cache, f"test_{lab}_{shape}.npz")
+    fit = (
+        dict(np.load(fit_path))
+        if os.path.exists(fit_path)
+        else run_lab(shape, lab_file(lab, cache), fit_path, n=10, seed=seed)
+    )
+    if os.path.exists(test_path):
+        return fit, dict(np.load(test_path))
+    test = lab_test(shape, lab, cache, test_n)
+    np.savez(test_path, **test)
+    return fit, test
+
+
+def fit_one(shape: str, fit_rec: dict, test_rec: dict, models: dict, where: str) -> dict:
+    """Both families' identifications on one recording and their scores on the test strikes (module docstring)."""
+    s_test, truth, _ = lab_truth(test_rec, "test")
+    length = geo.characteristic_length(shape)
+    t0 = time.perf_counter()
+    fam = fit_families(fit_rec, shape, key=jax.random.PRNGKey(0), where=where, models=models,
+                       config=LabFitConfig(finetune=None))  # fmt: skip
+    mj, hc = fam.fits["mujoco"], fam.fits["compliant"]
+    s_fit, y_fit = mj.events["strike"][mj.rows], mj.events["post_velocity"][mj.rows]
+    pred = {name: {part: np.asarray(clashx.predict(f.model, s, f.params), np.float64) for part, s in
+                   (("fit", s_fit), ("test", s_test))} for name, f in fam.fits.items()}  # fmt: skip
+
+    def fit_loss(w):
+        y = w * pred["mujoco"]["fit"] + (1 - w) * pred["compliant"]["fit"]
+        return float(np.mean(np.sum(np.asarray(speed_residuals(y, y_fit, length)) ** 2, -1)))
+
+    w = float(MIX_GRID[np.argmin([fit_loss(v) for v in MIX_GRID])])
+    tests = {
+        "mujoco": pred["mujoco"]["test"],
+        "compliant": pred["compliant"]["test"],
+        "compliant_law": family_outcomes("compliant", shape, s_test, hc.params),
+        "mix": w * pred["mujoco"]["test"] + (1 - w) * pred["compliant"]["test"],
+        "mean": fam.predict(s_test),
+    }
+    row = {name: alpha_accuracy(p, truth, length, ALPHA) for name, p in tests.items()}
+    return row | {
+        "mix_w": w, "fit_loss_mujoco": fit_loss(1.0), "fit_loss_compliant": fit_loss(0.0),
+        "params_compliant": dict(zip(hc.model.space.names, map(float, hc.params))),
+        "mujoco_s": mj.report["times"]["total_s"], "compliant_s": hc.report["times"]["total_s"],
+        "total_s": time.perf_counter() - t0,
+    }  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("distil")
+    d.add_argument("--out", required=True)
+    d.add_argument("--shapes", default=",".join(geo.SHAPES))
+    d.add_argument("--n", type=int, default=200_000)
+    d.add_argument("--epochs", type=int, default=80)
+    d.add_argument("--seed", type=int, default=0)
+    f = sub.add_parser("fit")
+    f.add_argument("--models", help="distil's --out: one surrogate folder per shape (default: the shipped ones)")
+    f.add_argument("--labs", default="a:2,a:12,C:2,D:2", help="LAB:FIT_SEED,... (a: lab A; C, D: OWN_LABS)")
+    f.add_argument("--shapes", default=",".join(geo.SHAPES))
+    f.add_argument(
+        "--cache", default=os.path.join(tempfile.gettempdir(), "clashx_recordings"), help="recordings kept between runs"
+    )
+    f.add_argument("--test-n", type=int, default=100, help="test strikes of labs C and D (lab A: the shipped 200)")
+    f.add_argument("--json")
+    a = ap.parse_args()
+    if a.cmd == "distil":
+        rows = [distil(s, a.out, n=a.n, epochs=a.epochs, seed=a.seed) for s in a.shapes.split(",")]
+        write_json(os.path.join(a.out, "distil.json"), rows)
+        return
+    rows: list[dict] = []
+    skipped: list[dict] = []
+    for item in a.labs.split(","):
+        lab, seed = item.split(":")
+        for shape in a.shapes.split(","):
+            fit_rec, test_rec = recordings(lab, int(seed), shape, a.cache, a.test_n)
+            models = (
+                {"compliant": clashx.load_surrogate(os.path.join(a.models, shape), shape=shape)} if a.models else None
+            )
+            row = {"lab": lab, "seed": int(seed), "shape": shape}
+            try:
+                row |= fit_one(shape, fit_rec, test_rec, models, f"lab {lab} seed {seed} {shape}")
+            except ValueError as e:  # e.g. too few measured slides to read the ground from: reported, skipped
+                print(f"lab {lab} seed {seed} {shape} skipped: {e}", flush=True)
+                skipped.append(row | {"reason": str(e)})
+                continue
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    names = ("mujoco", "compliant", "compliant_law", "mix", "mean")
+    print(f"\nα = {ALPHA} on the test strikes, mean over {len(rows)} fits ({len(skipped)} skipped), by shape:")
+    shapes = sorted({r["shape"] for r in rows})
+    print(f"  {'':<14} " + " ".join(f"{s:>13}" for s in shapes) + "      all")
+    for name in names:
+        by = [np.mean([r[name] for r in rows if r["shape"] == s]) for s in shapes]
+        print(f"  {name:<14} " + " ".join(f"{v:>13.3f}" for v in by) + f" {np.mean([r[name] for r in rows]):>8.3f}")
+    if a.json:
+        write_json(
+            a.json, {"rows": rows, "skipped": skipped, "mean": {n: float(np.mean([r[n] for r in rows])) for n in names}}
+        )
+
+
+if __name__ == "__main__":
+    main()
