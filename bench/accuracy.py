@@ -31,7 +31,9 @@ The ceiling rows (`--ceiling N`, 0: none) bound what MuJoCo's model class can
 do on this lab: MuJoCo C's eight parameters fitted by CMA-ES (3 restarts, 40
 generations) to the *true* velocities of the first N test strikes
 (`bench/ceiling.py`'s oracle), scored on those N (in-sample) and on the other
-test strikes (held out).  An oracle, not a method: no method may beat it by
+test strikes (held out); and the same for the compliant family's law
+(`clashx.scenes.STRIKE_FAMILIES`, `bench/strike_families.py`), which
+`clashx_families` identifies through its surrogate.  An oracle, not a method: no method may beat it by
 reading the truth, and a method that comes close to it is limited by the
 model class, one far below it by what ten noisy strikes can tell.
 
@@ -52,6 +54,7 @@ import time
 import jax
 import numpy as np
 from ceiling import test_set_ceiling  # bench/ceiling.py: the oracle fit
+from strike_families import test_set_ceiling_family  # bench/strike_families.py: the same for the compliant family
 
 from clashx.core import write_json
 from clashx.events import alpha_curve, lab_recording, read_npz
@@ -134,6 +137,11 @@ def main() -> None:
         print(f"  ceiling (oracle: MuJoCo C fitted to the true velocities of {ceiling['n_fit']} test strikes): "
               f"α = 0.1 {ceiling['in_sample']:.3f} on them, {ceiling['held_out']:.3f} on the other "
               f"{ceiling['n_held_out']}   [{time.perf_counter() - t0:6.1f} s]")  # fmt: skip
+        ceiling["compliant"] = test_set_ceiling_family("compliant", a.shape, test, n=a.ceiling,
+                                                       key=jax.random.PRNGKey(a.seed))  # fmt: skip
+        c = ceiling["compliant"]
+        print(f"  ceiling (oracle: the compliant family fitted the same way): α = 0.1 {c['in_sample']:.3f} on them, "
+              f"{c['held_out']:.3f} on the other {c['n_held_out']}   [{time.perf_counter() - t0:6.1f} s]")  # fmt: skip
     device = f"{jax.default_backend()}: {jax.devices()[0].device_kind}, {os.cpu_count()} CPU cores"
     print(f"device {device}; wall time {time.perf_counter() - t0:.0f} s")
     if a.plot:

@@ -19,6 +19,8 @@ over its recorded frames (`clashx.workflows._cube_pipeline`):
   clashx_rigid       hybrid rollout as clashx's, every landing through the second impact family instead: a rigid
                      cube under an algebraic impulse law (restitution e_n, e_t, Coulomb μ, the cube's inertia;
                      clashx.scenes.rigid_cube_window) fitted by CMA-ES on every impact of the fit tosses
+  clashx_families    clashx's and clashx_rigid's rollouts averaged frame by frame (positions and velocities averaged,
+                     quaternions sign-aligned and normalised): the two impact families together
   oracle_first_post  a bound, not a method: clashx's every-impact rollout from each evaluated toss's measured
                      state at the end of its first impact window (what a perfect first impact would give)
 

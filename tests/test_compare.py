@@ -38,11 +38,12 @@ def test_lab_truth_needs_the_scoring_field():
 def test_the_pipeline_on_the_shipped_square_recordings():
     fit = read_npz(clashx.lab_recording("square", "fit"), "strike recording")
     test = read_npz(clashx.lab_recording("square", "test"), "strike recording")
-    config = CompareConfig(methods=("mujoco_nominal", "clashx_identified", "clashx"), lab_fit=QUICK)
+    config = CompareConfig(methods=("mujoco_nominal", "clashx_identified", "clashx", "clashx_families"), lab_fit=QUICK)
     result = compare(shipped_surrogate("square"), fit, test, key=jax.random.PRNGKey(0), config=config)
     rows = result["rows"]
     assert result["n_fit"] == 10 and result["n_test"] == 200
     assert rows["clashx"]["alpha_0.1"] >= PIPELINE_MIN_ACCURACY > rows["mujoco_nominal"]["alpha_0.1"]
+    assert rows["clashx_families"]["alpha_0.1"] >= PIPELINE_MIN_ACCURACY  # MuJoCo's and the compliant family averaged
     assert rows["clashx"]["alpha_0.05"] <= rows["clashx"]["alpha_0.1"] <= rows["clashx"]["alpha_0.2"]
     ground = result["lab_fit"]["ground"]
     assert 0.25 < ground["mu2"] < 0.35 and ground["mu2_std"] > 0  # the floor's Coulomb friction, from the slides

@@ -13,6 +13,7 @@ recorded frames and is scored by `clashx.baselines._cube_fit.trajectory_errors`:
 | `clashx` | impact parameters through the surrogate from every impact of the fit tosses (`impacts="all"`), then its CV fine-tuning on them; MJX's parameters between impacts by Levenberg-Marquardt through MJX from the surrogate's first post-impact states, starting at the impact's | hybrid, every landing after a free flight through the surrogate (`hybrid_toss_every`) |
 | `clashx_first` | the same fit | hybrid, the first impact only through the surrogate (`hybrid_toss`) |
 | `clashx_rigid` | the second impact family, the rigid impulse law (`clashx.scenes.rigid_cube_window`: restitution e_n, e_t, Coulomb μ, the cube's inertia), by CMA-ES on every impact of the fit tosses (`identify_rigid_impacts`); MJX's parameters between impacts as `clashx`'s, through this handler | hybrid, every landing after a free flight through the rigid law |
+| `clashx_families` | `clashx`'s and `clashx_rigid`'s fits | the two rollouts averaged frame by frame (`average_states`: positions and velocities averaged, quaternions sign-aligned, averaged and normalised), as `clashx.fit_families` averages the strike's two families |
 | `oracle_first_post` | clashx's fit | not a method but a bound: clashx's every-impact rollout started from each evaluated toss's *measured* state at the end of its first impact window (free flight before it): what clashx would score with a perfect first impact |
 
 Post-impact α-accuracy: the state WINDOW after the first impact, as the
@@ -63,7 +64,8 @@ from ..scenes import (
 from ..surrogate import load_cube_surrogate, shipped_cube_surrogate
 
 METHODS = (
-    "mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "clashx_rigid", "oracle_first_post",
+    "mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "clashx_rigid", "clashx_families",
+    "oracle_first_post",
 )  # fmt: skip
 NOMINAL = (CUBE_FRICTION, 0.02, 1.0)  # dair_pll's friction; MuJoCo's default solref (time constant, damping ratio)
 ALPHAS = (0.1, 0.2)
@@ -314,6 +316,12 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         record(
             "clashx_rigid", p_rig, tracks_rig, impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0], t_fit, extra
         )
+    if "clashx_families" in config.methods and "clashx_rigid" in results:
+        record(
+            "clashx_families", p_imp, average_states(tracks_cx, tracks_rig),
+            average_states(post_cx, impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0]),
+            t_fit + results["clashx"]["fit_s"],
+        )  # fmt: skip
     if "oracle_first_post" in config.methods:
         from_post = hybrid_tosses(sim, tuned, evs["post_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True)
         tracks_or = _after_first_window(tracks_cx, from_post, evs["t_impact"] + WINDOW)
@@ -337,6 +345,16 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         }
         | ({} if tracks_mjx is None else {"mjx_identified": tracks_mjx[:4]}),
     }
+
+
+def average_states(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The mean of two cube states (..., 13) (quaternion, position, then velocities): positions and velocities
+    averaged, quaternions sign-aligned to `a`'s, averaged and normalised (the chordal mean of two rotations)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    sign = np.where(np.sum(a[..., :4] * b[..., :4], -1, keepdims=True) < 0, -1.0, 1.0)
+    q = a[..., :4] + sign * b[..., :4]
+    q = q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-12)
+    return np.concatenate([q, 0.5 * (a[..., 4:] + b[..., 4:])], -1)
 
 
 def _sigma(impact, from_unit, u_hat, fit_all: dict, evs: dict, log, noise_from=None) -> dict:

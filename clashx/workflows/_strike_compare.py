@@ -17,6 +17,7 @@ only: a field for scoring, never learned from).
 | `residual` | `mujoco_identified` + an MLP on its residuals | both |
 | `clashx_identified` | two-stage identification through the surrogate (`clashx.learn._lab_fit`) | the surrogate |
 | `clashx` | the same, then CV fine-tuning | the fine-tuned surrogate |
+| `clashx_families` | `clashx`, and the same identification through the compliant family's surrogate (`clashx.fit_families`) | the two surrogates' average |
 """
 
 from __future__ import annotations
@@ -45,13 +46,20 @@ from ..baselines import (
 )
 from ..events import relative_error, speed_vector
 from ..hybrid import hybrid_tracks_c, strike_tracks_c
-from ..learn import LabFitConfig, fit_recording, predictive_calibration, strike_predictive
+from ..learn import (
+    FamilyFit,
+    LabFitConfig,
+    family_config,
+    fit_recording,
+    predictive_calibration,
+    strike_predictive,
+)
 from ..scenes import geometry as geo
 from ..scenes import make_strike_sim
-from ..surrogate import Surrogate, predict
+from ..surrogate import Surrogate, predict, shipped_surrogate
 
 ALPHAS = (0.05, 0.1, 0.2)
-DEMO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx_identified", "clashx")
+DEMO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx_identified", "clashx", "clashx_families")
 ALL_METHODS = (
     "mujoco_nominal",
     "mujoco_identified",
@@ -62,6 +70,7 @@ ALL_METHODS = (
     "residual",
     "clashx_identified",
     "clashx",
+    "clashx_families",
 )
 
 
@@ -201,6 +210,13 @@ def compare(
                 fit_s=t_clashx, finetune_steps=lab.report["finetune"]["steps"],
                 finetune_reason=lab.report["finetune"]["reason"],
                 sigma=_sigma(lab, test_s, true, length, None))  # fmt: skip
+        elif name == "clashx_families":
+            cfg = family_config("compliant", config.lab_fit)
+            hc, t = _timed(fit_recording, shipped_surrogate(shape, "compliant"), None, fit, where=fit_name,
+                           key=keys["clashx"], config=cfg)  # fmt: skip
+            both = FamilyFit({"mujoco": lab, "compliant": hc}, {"mujoco": 0.5, "compliant": 0.5})
+            add(name, both.predict(test_s), None, fit_s=t_clashx + t, compliant_params=_named(hc.model.space, hc.params),
+                compliant_finetune_steps=hc.report["finetune"]["steps"])  # fmt: skip
     rows = {name: score(pred, true, length) for name, pred in preds.items()}
     return {
         "shape": shape,
