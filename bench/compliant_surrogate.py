@@ -31,7 +31,12 @@ velocities (scoring only):
   the identified parameters (what the surrogate's own error costs);
 * `mix`: w · mujoco + (1 − w) · compliant, w on a grid of 0, 0.1, ..., 1
   chosen by the ten fit strikes' loss (the same relative speed residuals the
-  identification minimises), and `mean`: w = 1/2 fixed, `FamilyFit.predict`.
+  identification minimises), and `mean`: w = 1/2 fixed, `FamilyFit.predict`;
+
+and the σ per test strike (`predictive_calibration`: coverage of the 50 % and
+90 % ellipsoids, Spearman of σ and error) of MuJoCo's fit alone
+(`strike_predictive`) and of the average (`FamilyFit.predictive`, the two
+families' mixture).
 
 Recordings are run in the strike lab (`bench/cmaes.py`'s `run_lab`; labs C
 and D are `bench/correction.py`'s `OWN_LABS`) and kept in `--cache` as
@@ -53,8 +58,8 @@ from correction import lab_file, lab_test  # bench/correction.py: labs C and D, 
 
 import clashx
 from clashx.core import write_json
-from clashx.events import alpha_accuracy, sample_strikes, save_events, speed_residuals
-from clashx.learn import LabFitConfig, PretrainConfig, fit_families, pretrain
+from clashx.events import alpha_accuracy, sample_strikes, save_events, speed_residuals, speed_vector
+from clashx.learn import LabFitConfig, PretrainConfig, fit_families, predictive_calibration, pretrain, strike_predictive
 from clashx.scenes import RELEASE_AFTER, compliant_space, family_outcomes
 from clashx.scenes import geometry as geo
 from clashx.workflows import lab_truth
@@ -140,7 +145,13 @@ def fit_one(shape: str, fit_rec: dict, test_rec: dict, models: dict, where: str)
         "mean": fam.predict(s_test),
     }
     row = {name: alpha_accuracy(p, truth, length, ALPHA) for name, p in tests.items()}
+    u_true = np.asarray(speed_vector(truth, length))
+    sigma = {
+        "mujoco": predictive_calibration(strike_predictive(mj, s_test), u_true),
+        "mean": predictive_calibration(fam.predictive(s_test), u_true),
+    }
     return row | {
+        "sigma": sigma,
         "mix_w": w, "fit_loss_mujoco": fit_loss(1.0), "fit_loss_compliant": fit_loss(0.0),
         "params_compliant": dict(zip(hc.model.space.names, map(float, hc.params))),
         "mujoco_s": mj.report["times"]["total_s"], "compliant_s": hc.report["times"]["total_s"],
@@ -196,6 +207,10 @@ def main() -> None:
     for name in names:
         by = [np.mean([r[name] for r in rows if r["shape"] == s]) for s in shapes]
         print(f"  {name:<14} " + " ".join(f"{v:>13.3f}" for v in by) + f" {np.mean([r[name] for r in rows]):>8.3f}")
+    for name in ("mujoco", "mean"):
+        c = {k: np.mean([r["sigma"][name][k] for r in rows]) for k in ("coverage_50", "coverage_90", "spearman")}
+        print(f"  σ of {name:<8} inside the 50 % / 90 % ellipsoid {c['coverage_50']:.2f} / {c['coverage_90']:.2f} "
+              f"(calibrated 0.50 / 0.90), Spearman σ-error {c['spearman']:.2f}")  # fmt: skip
     if a.json:
         write_json(
             a.json, {"rows": rows, "skipped": skipped, "mean": {n: float(np.mean([r[n] for r in rows])) for n in names}}

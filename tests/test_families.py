@@ -10,6 +10,7 @@ import pytest
 import clashx
 from clashx.events import relative_error, sample_strikes
 from clashx.learn import FamilyFit, LabFit, LabFitConfig, family_config, fit_families
+from clashx.learn._families import mixture_moments
 from clashx.scenes import compliant_space, family_outcomes
 from clashx.scenes import geometry as geo
 
@@ -83,3 +84,17 @@ def test_cube_family_average_of_two_rotations_is_the_half_turn():
         m = average_states(a, bb)
         np.testing.assert_allclose(m[:4], [np.cos(h), 0.0, 0.0, np.sin(h)], atol=1e-12)
         np.testing.assert_allclose(m[4:], 0.5 * (a[4:] + b[4:]), atol=1e-12)
+
+
+def test_mixture_moments_match_samples_of_the_mixture():
+    """Two Gaussians per event, equal weights: the moments against 200 000 draws of the mixture."""
+    rng = np.random.default_rng(0)
+    m1, m2 = np.array([[1.0, 0.0, 0.5]]), np.array([[0.6, 0.2, 0.5]])
+    c1, c2 = np.diag([0.01, 0.02, 0.03])[None], np.diag([0.04, 0.01, 0.01])[None]
+    mean, cov = mixture_moments([m1, m2], [c1, c2], [0.5, 0.5])
+    pick = rng.random(200_000) < 0.5
+    draws = np.where(pick[:, None], rng.multivariate_normal(m1[0], c1[0], 200_000),
+                     rng.multivariate_normal(m2[0], c2[0], 200_000))  # fmt: skip
+    np.testing.assert_allclose(mean[0], draws.mean(0), atol=2e-3)
+    np.testing.assert_allclose(cov[0], np.cov(draws.T), atol=2e-3)
+    assert cov[0, 0, 0] == pytest.approx(0.5 * (0.01 + 0.04) + 0.25 * 0.4**2)  # the families' spread widens it
