@@ -109,7 +109,9 @@ def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
 def cube_section(out: str, seed: int, t0: float, max_eval: int = 60) -> dict:
     """The cube-toss pipeline on the shipped tosses, small: 10 fit tosses, `max_eval` evaluated, short fits.
 
-    Every landing after a free flight goes through the surrogate (`hybrid_toss_every`).  MJX identified by
+    Every landing after a free flight goes through the surrogate (`hybrid_toss_every`), and, as
+    `clashx_rigid`, through the second impact family (the rigid law); `clashx_families` averages the two
+    rollouts (`clashx.workflows._cube_pipeline`).  MJX identified by
     gradient and clashx's CMA-ES refit of MJX's parameters between impacts are left to `bench/cube_toss.py`:
     on a CPU each takes over a minute.
     """
@@ -118,7 +120,7 @@ def cube_section(out: str, seed: int, t0: float, max_eval: int = 60) -> dict:
     config = CubeTossConfig(
         tosses=str(data_path("contactnets_cube/tosses.npz")), fit=10, seed=seed, max_eval=max_eval,
         mjx_starts=1, mjx_iterations=4, sysid_iters=15, rest_generations=0,
-        methods=("mujoco_nominal", "mujoco_identified", "clashx"),
+        methods=("mujoco_nominal", "mujoco_identified", "clashx", "clashx_rigid", "clashx_families"),
     )  # fmt: skip
     result = run_cube_toss(config, log=lambda msg: _say("  " + msg, t0))
     print(summary_table(result), flush=True)
