@@ -80,24 +80,33 @@ def alpha_of(sim, params, strikes, truth, shape: str) -> float:
     return float(np.mean(np.asarray(relative_error(pred, truth, geo.characteristic_length(shape))) <= 0.1))
 
 
-def test_set_ceiling(shape: str, test: dict, *, n: int = 60, key, generations: int = 40, restarts: int = 3) -> dict:
-    """MuJoCo's ceiling on a test recording: the oracle fitted to the true labels of its first `n` strikes.
+def held_out_ceiling(test: dict, n: int, fit, score, names) -> dict:
+    """An oracle's ceiling on a test recording: `fit(strikes, truth) -> params` on the true labels of its first `n`
+    strikes, `score(params, strikes, truth) -> α` on those `n` and on the others; `names` name the parameters.
 
-    Returns {"n_fit", "n_held_out", "in_sample", "held_out", "params"}: α = 0.1 on those `n`
-    strikes and on the others.  An oracle (it reads `post_velocity_true`): a bound on the
-    model class, never a method.
+    Returns {"n_fit", "n_held_out", "in_sample", "held_out", "params"}.  An oracle (it reads
+    `post_velocity_true`): a bound on the model class, never a method.
     """
     s, v, _ = lab_truth(test, "test")
     if len(s) <= n:
         raise ValueError(f"the test recording has {len(s)} touched strikes; the ceiling needs more than n={n}")
-    sim = make_strike_sim(shape)
-    fit = oracle_fit(sim, s[:n], v[:n], key=key, generations=generations, restarts=restarts)
+    params = np.asarray(fit(s[:n], v[:n]))
     return {
         "n_fit": n, "n_held_out": len(s) - n,
-        "in_sample": alpha_of(sim, fit.params, s[:n], v[:n], shape),
-        "held_out": alpha_of(sim, fit.params, s[n:], v[n:], shape),
-        "params": dict(zip(sim.space.names, np.asarray(fit.params).tolist(), strict=True)),
+        "in_sample": score(params, s[:n], v[:n]), "held_out": score(params, s[n:], v[n:]),
+        "params": dict(zip(names, params.tolist(), strict=True)),
     }  # fmt: skip
+
+
+def test_set_ceiling(shape: str, test: dict, *, n: int = 60, key, generations: int = 40, restarts: int = 3) -> dict:
+    """MuJoCo's ceiling on a test recording (`held_out_ceiling`): the oracle fitted to the true labels of its first
+    `n` strikes, α = 0.1 on them and on the others."""
+    sim = make_strike_sim(shape)
+    return held_out_ceiling(
+        test, n,
+        lambda s, v: oracle_fit(sim, s, v, key=key, generations=generations, restarts=restarts).params,
+        lambda p, s, v: alpha_of(sim, p, s, v, shape), sim.space.names,
+    )  # fmt: skip
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ import time
 
 import jax
 import numpy as np
-from ceiling import alpha_of, oracle_fit
+from ceiling import alpha_of, held_out_ceiling, oracle_fit
 from cmaes import fit_events, run_lab
 from correction import lab_file, lab_test
 
@@ -92,16 +92,13 @@ def fit_family(family, shape, strikes, truth, *, key, generations, restarts, mu2
 
 def test_set_ceiling_family(family: str, shape: str, test: dict, *, n: int = 60, key, generations: int = 40,
                             restarts: int = 3) -> dict:  # fmt: skip
-    """The family's ceiling on a test recording, as `bench/ceiling.py`'s `test_set_ceiling` is MuJoCo's: fitted by
-    CMA-ES (flat prior) to the true labels of its first `n` strikes; α = 0.1 on them and on the others (an oracle)."""
-    s, v, _ = lab_truth(test, "test")
-    if len(s) <= n:
-        raise ValueError(f"the test recording has {len(s)} touched strikes; the ceiling needs more than n={n}")
-    p, _ = fit_family(family, shape, s[:n], v[:n], key=key, generations=generations, restarts=restarts)
-    return {
-        "n_fit": n, "n_held_out": len(s) - n, "in_sample": alpha(family, shape, p, s[:n], v[:n]),
-        "held_out": alpha(family, shape, p, s[n:], v[n:]), "params": dict(zip(FAMILIES[family][1], p.tolist())),
-    }  # fmt: skip
+    """The family's ceiling on a test recording, as `bench/ceiling.py`'s `test_set_ceiling` is MuJoCo's (the same
+    `held_out_ceiling`): fitted by CMA-ES (flat prior) to the true labels of its first `n` strikes."""
+    return held_out_ceiling(
+        test, n,
+        lambda s, v: fit_family(family, shape, s, v, key=key, generations=generations, restarts=restarts)[0],
+        lambda p, s, v: alpha(family, shape, p, s, v), FAMILIES[family][1],
+    )  # fmt: skip
 
 
 def alpha(family, shape, params, strikes, truth) -> float:

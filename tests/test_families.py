@@ -54,7 +54,8 @@ def test_family_average_weighs_the_families_equally():
         params = np.asarray(model.space.vector(), np.float64)
         fits[family] = LabFit(params, np.zeros_like(params), model, {}, np.arange(0), {})
         preds.append(np.asarray(clashx.predict(model, strikes, params), np.float64))
-    both = FamilyFit(fits, {"mujoco": 0.5, "compliant": 0.5})
+    both = FamilyFit.equal(fits)
+    assert both.weights == {"mujoco": 0.5, "compliant": 0.5}
     np.testing.assert_allclose(both.predict(strikes), 0.5 * (preds[0] + preds[1]), rtol=1e-6)
     assert not np.allclose(preds[0], preds[1], rtol=0.01)  # the families differ, so the average is not either
 
@@ -98,3 +99,10 @@ def test_mixture_moments_match_samples_of_the_mixture():
     np.testing.assert_allclose(mean[0], draws.mean(0), atol=2e-3)
     np.testing.assert_allclose(cov[0], np.cov(draws.T), atol=2e-3)
     assert cov[0, 0, 0] == pytest.approx(0.5 * (0.01 + 0.04) + 0.25 * 0.4**2)  # the families' spread widens it
+
+
+def test_cube_family_average_needs_both_families():
+    from clashx.workflows._cube_pipeline import CubeTossConfig
+
+    with pytest.raises(ValueError, match="add clashx_rigid"):
+        CubeTossConfig(tosses="tosses.npz", methods=("clashx", "clashx_families"))

@@ -9,6 +9,7 @@ from ._distil import distil_locally as distil_locally
 from ._families import FamilyFit as FamilyFit
 from ._families import family_config as family_config
 from ._families import fit_families as fit_families
+from ._families import fit_family as fit_family
 from ._finetune import FinetuneConfig as FinetuneConfig
 from ._finetune import finetune as finetune
 from ._identify import IdentifyResult as IdentifyResult

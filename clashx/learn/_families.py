@@ -59,6 +59,11 @@ class FamilyFit(NamedTuple):
     fits: dict[str, LabFit]
     weights: dict[str, float]
 
+    @classmethod
+    def equal(cls, fits: dict[str, LabFit]) -> FamilyFit:
+        """The families' fits weighed equally, the rule `fit_families` ships (module docstring)."""
+        return cls(fits, {name: 1.0 / len(fits) for name in fits})
+
     def predict(self, strikes: Float[np.ndarray, "n 3"]) -> Float[np.ndarray, "n 3"]:
         """Post-impact velocities (vx, vy, ωz; block frame) of `strikes`: the families' weighted average."""
         strikes = np.asarray(strikes, np.float64)
@@ -109,14 +114,46 @@ def mixture_moments(
 
 
 def family_config(family: str, config: LabFitConfig | None = None) -> LabFitConfig:
-    """`config` (default `LabFitConfig()`) as `fit_families` uses it for `family`: the compliant family takes
-    its own priors, and no local re-distillation (that step simulates MuJoCo)."""
+    """`config` (default `LabFitConfig()`) as `fit_family` uses it for `family`: the MuJoCo family's unchanged;
+    the compliant family's with its own priors (`COMPLIANT_PRIOR_STD`), all its parameters free, stop-time labels
+    and no local re-distillation (both of those steps simulate MuJoCo)."""
     config = config or LabFitConfig()
     if family not in FAMILIES:
         raise ValueError(f"family {family!r}: expected one of {', '.join(FAMILIES)}")
     if family == "mujoco":
         return config
     return dataclasses.replace(config, prior_std=COMPLIANT_PRIOR_STD, local=None, labels="stop-time", free=None)
+
+
+def fit_family(
+    recording: dict[str, Any],
+    family: str,
+    *,
+    key: PRNGKeyArray,
+    shape: str | None = None,
+    model: Surrogate | None = None,
+    where: str = "recording",
+    config: LabFitConfig | None = None,
+) -> LabFit:
+    """clashx's identification of a strike recording in one family (`fit_recording` with `family_config`).
+
+    Args:
+        recording: the recording's arrays (`clashx.events._ingest_strike` format).
+        family: one of `FAMILIES`.
+        key: PRNG key of the identification.
+        shape: the block's shape (needed only without `model`).
+        model: the family's surrogate (default: the shipped one, `clashx.shipped_surrogate(shape, family)`); the
+            MuJoCo family's scene is built for its parameter space.
+        where: the recording's name for messages.
+        config: the MuJoCo family's `LabFitConfig` (the compliant one's follows by `family_config`).
+    """
+    cfg = family_config(family, config)
+    if model is None:
+        if shape is None:
+            raise ValueError("fit_family needs the block's shape or the family's surrogate")
+        model = shipped_surrogate(shape, family)
+    sim = make_strike_sim(model.shape, space=model.space) if family == "mujoco" else None
+    return fit_recording(model, sim, recording, where=where, key=key, config=cfg)
 
 
 def fit_families(
@@ -129,7 +166,7 @@ def fit_families(
     models: Mapping[str, Surrogate] | None = None,
     config: LabFitConfig | None = None,
 ) -> FamilyFit:
-    """Identify a strike recording in each of `families` and weigh their predictions equally (module docstring).
+    """Identify a strike recording in each of `families` (`fit_family`) and weigh their predictions equally.
 
     Args:
         recording: the recording's arrays (`clashx.events._ingest_strike` format).
@@ -141,14 +178,13 @@ def fit_families(
         config: the MuJoCo family's `LabFitConfig` (the compliant one's: `family_config`).
 
     Returns:
-        A `FamilyFit`.
+        A `FamilyFit` (`FamilyFit.equal`).
     """
     if not families or len(set(families)) != len(families):
         raise ValueError(f"families {families!r}: name each of {', '.join(FAMILIES)} at most once, at least one")
-    fits = {}
-    for family in families:
-        cfg = family_config(family, config)
-        model = (models or {}).get(family) or shipped_surrogate(shape, family)
-        sim = make_strike_sim(shape) if family == "mujoco" else None
-        fits[family] = fit_recording(model, sim, recording, where=where, key=key, config=cfg)
-    return FamilyFit(fits, {name: 1.0 / len(families) for name in families})
+    models = models or {}
+    return FamilyFit.equal({
+        family: fit_family(recording, family, key=key, shape=shape, model=models.get(family), where=where,
+                           config=config)
+        for family in families
+    })  # fmt: skip

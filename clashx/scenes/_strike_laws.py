@@ -43,7 +43,7 @@ from ._spaces import strike_space
 from ._strike_rule import RELEASE_AFTER
 
 _SPACE = strike_space()  # the block's own priors are MuJoCo's eight's (mass, centre of mass, torsion)
-MASS_RANGE, COM_RANGE, TORSION_RANGE = ((_SPACE.low[_SPACE.names.index(n)], _SPACE.high[_SPACE.names.index(n)])
+MASS_RANGE, COM_RANGE, TORSION_RANGE = ((_SPACE.low[_SPACE.index(n)], _SPACE.high[_SPACE.index(n)])
                                         for n in ("mass", "com_x", "torsion"))  # fmt: skip
 NOMINAL_MASS = float(_SPACE.vector()[_SPACE.index("mass")])
 

@@ -123,6 +123,10 @@ class CubeTossConfig:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise ValueError(f"unknown cube method(s) {unknown}; choose from {', '.join(METHODS)}")
+        if "clashx_families" in self.methods and "clashx_rigid" not in self.methods:
+            raise ValueError(
+                "--methods: clashx_families averages clashx's and clashx_rigid's rollouts; add clashx_rigid"
+            )
         if self.fit < 2:
             raise ValueError(f"--fit {self.fit}: at least 2 tosses are needed (fine-tuning cross-validates)")
         if self.mjx_starts < 1:
@@ -313,15 +317,13 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         )
         extra = {"rest_params": p_rig_rest.tolist(), "rigid_fit_loss": rig_loss, "rigid_names": list(RIGID_NAMES)}
         extra["sigma"] = _sigma(rigid_cube_window, rigid_from_unit, rigid_to_unit(p_rig), fit_all, evs, log)
-        record(
-            "clashx_rigid", p_rig, tracks_rig, impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0], t_fit, extra
-        )
-    if "clashx_families" in config.methods and "clashx_rigid" in results:
-        record(
-            "clashx_families", p_imp, average_states(tracks_cx, tracks_rig),
-            average_states(post_cx, impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0]),
-            t_fit + results["clashx"]["fit_s"],
-        )  # fmt: skip
+        post_rig_eval = impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0]
+        record("clashx_rigid", p_rig, tracks_rig, post_rig_eval, t_fit, extra)
+        if "clashx_families" in config.methods:  # the two families' rollouts, no fit or rollout of its own
+            record(
+                "clashx_families", p_imp, average_states(tracks_cx, tracks_rig), average_states(post_cx, post_rig_eval),
+                t_fit + results["clashx"]["fit_s"],
+            )  # fmt: skip
     if "oracle_first_post" in config.methods:
         from_post = hybrid_tosses(sim, tuned, evs["post_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True)
         tracks_or = _after_first_window(tracks_cx, from_post, evs["t_impact"] + WINDOW)

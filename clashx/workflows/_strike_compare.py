@@ -49,14 +49,14 @@ from ..hybrid import hybrid_tracks_c, strike_tracks_c
 from ..learn import (
     FamilyFit,
     LabFitConfig,
-    family_config,
+    fit_family,
     fit_recording,
     predictive_calibration,
     strike_predictive,
 )
 from ..scenes import geometry as geo
 from ..scenes import make_strike_sim
-from ..surrogate import Surrogate, predict, shipped_surrogate
+from ..surrogate import Surrogate, predict
 
 ALPHAS = (0.05, 0.1, 0.2)
 DEMO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx_identified", "clashx", "clashx_families")
@@ -210,11 +210,10 @@ def compare(
                 fit_s=t_clashx, finetune_steps=lab.report["finetune"]["steps"],
                 finetune_reason=lab.report["finetune"]["reason"],
                 sigma=_sigma(lab, test_s, true, length, None))  # fmt: skip
-        elif name == "clashx_families":
-            cfg = family_config("compliant", config.lab_fit)
-            hc, t = _timed(fit_recording, shipped_surrogate(shape, "compliant"), None, fit, where=fit_name,
-                           key=keys["clashx"], config=cfg)  # fmt: skip
-            both = FamilyFit({"mujoco": lab, "compliant": hc}, {"mujoco": 0.5, "compliant": 0.5})
+        elif name == "clashx_families":  # clashx's own fit (`lab`) is the MuJoCo family's
+            hc, t = _timed(fit_family, fit, "compliant", key=keys["clashx"], shape=shape, where=fit_name,
+                           config=config.lab_fit)  # fmt: skip
+            both = FamilyFit.equal({"mujoco": lab, "compliant": hc})
             add(name, both.predict(test_s), None, fit_s=t_clashx + t, compliant_params=_named(hc.model.space, hc.params),
                 compliant_finetune_steps=hc.report["finetune"]["steps"])  # fmt: skip
     rows = {name: score(pred, true, length) for name, pred in preds.items()}
