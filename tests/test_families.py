@@ -3,6 +3,8 @@ and the two families' average."""
 
 from __future__ import annotations
 
+import json
+
 import jax
 import numpy as np
 import pytest
@@ -106,3 +108,60 @@ def test_cube_family_average_needs_both_families():
 
     with pytest.raises(ValueError, match="add clashx_rigid"):
         CubeTossConfig(tosses="tosses.npz", methods=("clashx", "clashx_families"))
+
+
+def test_cli_identifies_both_families_and_averages_their_predictions(tmp_path, capsys):
+    """`clashx identify --family both` writes each family's fit; `predict` and `evaluate` average the families'
+    predictions with the file's weights, recomputed here from the shipped surrogates; misuse is refused."""
+    from clashx.events import ingest_strike_lab, read_npz, save_events
+    from clashx.learn._identify import fit_loss
+    from clashx.workflows._cli import main
+
+    events = tmp_path / "ev.npz"
+    save_events(events, ingest_strike_lab(read_npz(clashx.lab_recording("square", "fit"), "lab"), "lab"))
+    params, pred, score = tmp_path / "p.json", tmp_path / "pred.npz", tmp_path / "e.json"
+    assert main(["identify", "--real", str(events), "--family", "both", "--starts", "4", "--out", str(params)]) == 0
+    assert main(["predict", "--events", str(events), "--params", str(params), "--out", str(pred)]) == 0
+    assert main(["evaluate", "--real", str(events), "--params", str(params), "--json", str(score)]) == 0
+    raw = json.loads(params.read_text())
+    ev = clashx.load_events(events)
+    touched = ev["touched"]
+    s, v = ev["strike"][touched], ev["post_velocity"][touched]
+    assert raw["weights"] == {"mujoco": 0.5, "compliant": 0.5}
+    ref = 0.0
+    for family, fit in raw["families"].items():
+        model = clashx.shipped_surrogate("square", family)
+        p = np.array([fit["params"][n] for n in model.space.names])
+        # the loss the file reports is the surrogate's at the parameters it reports
+        assert float(fit_loss(model, p, s, v)) == pytest.approx(fit["loss"], rel=1e-4)
+        ref = ref + 0.5 * np.asarray(clashx.predict(model, s, p), np.float64)
+    got = np.load(pred)
+    np.testing.assert_allclose(got["post_velocity"][touched], ref, rtol=1e-5, atol=1e-7)
+    assert str(got["family"]) == "both" and list(got["names_compliant"]) == list(compliant_space().names)
+    err = np.asarray(relative_error(ref, v, geo.characteristic_length("square")))
+    assert json.loads(score.read_text())["alpha_accuracy"] == pytest.approx(np.mean(err <= 0.1))
+    capsys.readouterr()
+    # --model with both families, and a several-families file where one family's parameters are needed
+    (tmp_path / "m").mkdir()
+    assert main(["identify", "--real", str(events), "--family", "both", "--model", str(tmp_path / "m"),
+                 "--out", str(tmp_path / "q.json")]) == 2  # fmt: skip
+    assert "--family both" in capsys.readouterr().err
+    assert main(["finetune", "--real", str(events), "--params", str(params), "--out", str(tmp_path / "ft")]) == 2
+    assert "several impulse families" in capsys.readouterr().err
+    bad = dict(raw, weights={"mujoco": 0.9, "compliant": 0.9})
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    assert main(["evaluate", "--real", str(events), "--params", str(tmp_path / "bad.json")]) == 2
+    assert "'weights'" in capsys.readouterr().err
+    # one family's file: evaluated through that family's shipped surrogate; a surrogate of the other is refused
+    one = tmp_path / "compliant.json"
+    one.write_text(json.dumps(raw["families"]["compliant"] | {"family": "compliant", "shape": "square"}))
+    assert main(["evaluate", "--real", str(events), "--params", str(one), "--json", str(score)]) == 0
+    model = clashx.shipped_surrogate("square", "compliant")
+    alone = clashx.predict(model, s, np.array([raw["families"]["compliant"]["params"][n] for n in model.space.names]))
+    err = np.asarray(relative_error(alone, v, geo.characteristic_length("square")))
+    assert json.loads(score.read_text())["alpha_accuracy"] == pytest.approx(np.mean(err <= 0.1))
+    mujoco_dir = str(clashx.data_path("strike_surrogate/square"))
+    assert main(["evaluate", "--real", str(events), "--params", str(one), "--model", mujoco_dir]) == 2
+    assert "the compliant family's is needed" in capsys.readouterr().err
+    assert main(["plan", "--shape", "square", "--params", str(one), "--k", "2", "--out", str(tmp_path / "n.csv")]) == 2
+    assert "'compliant' impulse family" in capsys.readouterr().err

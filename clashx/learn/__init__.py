@@ -6,6 +6,7 @@ from ._cube_learn import identify_cube as identify_cube
 from ._cube_learn import pretrain_cube as pretrain_cube
 from ._distil import LocalDistilConfig as LocalDistilConfig
 from ._distil import distil_locally as distil_locally
+from ._families import FAMILIES as FAMILIES
 from ._families import FamilyFit as FamilyFit
 from ._families import family_config as family_config
 from ._families import fit_families as fit_families

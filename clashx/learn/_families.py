@@ -133,6 +133,7 @@ def fit_family(
     shape: str | None = None,
     model: Surrogate | None = None,
     where: str = "recording",
+    rows: np.ndarray | None = None,
     config: LabFitConfig | None = None,
 ) -> LabFit:
     """clashx's identification of a strike recording in one family (`fit_recording` with `family_config`).
@@ -145,6 +146,7 @@ def fit_family(
         model: the family's surrogate (default: the shipped one, `clashx.shipped_surrogate(shape, family)`); the
             MuJoCo family's scene is built for its parameter space.
         where: the recording's name for messages.
+        rows: strikes to use (default: every touched one).
         config: the MuJoCo family's `LabFitConfig` (the compliant one's follows by `family_config`).
     """
     cfg = family_config(family, config)
@@ -153,7 +155,7 @@ def fit_family(
             raise ValueError("fit_family needs the block's shape or the family's surrogate")
         model = shipped_surrogate(shape, family)
     sim = make_strike_sim(model.shape, space=model.space) if family == "mujoco" else None
-    return fit_recording(model, sim, recording, where=where, key=key, config=cfg)
+    return fit_recording(model, sim, recording, where=where, rows=rows, key=key, config=cfg)
 
 
 def fit_families(

@@ -22,5 +22,6 @@ from ._strike_surrogate import predict as predict
 from ._strike_surrogate import release_loss as release_loss
 from ._strike_surrogate import save_surrogate as save_surrogate
 from ._strike_surrogate import shipped_surrogate as shipped_surrogate
+from ._strike_surrogate import surrogate_family as surrogate_family
 from ._strike_surrogate import velocity_loss as velocity_loss
 from ._strike_surrogate import window_displacement as window_displacement

@@ -36,8 +36,8 @@ import jax.numpy as jnp
 
 from ..core import Array, Float, ParamSpace, PRNGKeyArray, check_space, load_model_leaves, read_model_meta, save_model
 from ..events import VELOCITY_FLOOR, data_path, speed_residuals, versions
+from ..scenes import compliant_space, strike_space
 from ..scenes import geometry as geo
-from ..scenes import strike_space
 from ._base import AbstractSurrogate, init_network
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more
@@ -282,10 +282,24 @@ def shipped_surrogate(shape: str, family: str = "mujoco") -> Surrogate:
     return load_surrogate(data_path(f"{SHIPPED_FAMILIES[family]}/{shape}/{META_FILE}").parent, shape=shape)
 
 
-def load_or_shipped(run_dir: str | os.PathLike | None, shape: str | None) -> Surrogate:
-    """`load_surrogate(run_dir)` if a run folder is given, else the shipped surrogate of `shape`."""
+def surrogate_family(model: AbstractSurrogate) -> str:
+    """The impulse family a strike surrogate was distilled from, read off its parameter space: "compliant" for
+    `clashx.scenes.compliant_space()`'s, else "mujoco" (MuJoCo's knobs, the shipped space or one of yours)."""
+    return "compliant" if tuple(model.space.names) == tuple(compliant_space().names) else "mujoco"
+
+
+def load_or_shipped(run_dir: str | os.PathLike | None, shape: str | None, family: str | None = "mujoco") -> Surrogate:
+    """`load_surrogate(run_dir)` if a run folder is given (it must be of `family`; None: any), else the shipped
+    surrogate of `shape` and `family` (None: "mujoco")."""
     if run_dir:
-        return load_surrogate(run_dir, shape=shape)
+        model = load_surrogate(run_dir, shape=shape)
+        if family is not None and surrogate_family(model) != family:
+            raise ValueError(
+                f"{run_dir}: a surrogate of the {surrogate_family(model)} family (parameters "
+                f"{', '.join(model.space.names)}) where the {family} family's is needed (`--family`, or the parameter "
+                f'file\'s "family"); pass a run folder of the {family} family, or drop --model for the shipped one'
+            )
+        return model
     if shape is None:
         raise ValueError("no surrogate given: pass --model RUN (or the shape, to use the shipped one)")
-    return shipped_surrogate(shape)
+    return shipped_surrogate(shape, family or "mujoco")

@@ -27,10 +27,17 @@ import numpy as np
 from ..core import ParamSpace
 from ..core import write_json as write_json
 from ..events import alpha_curve, atomic_savez, ingest_strike_lab, load_events, n_events, read_npz, relative_error
-from ..learn import FinetuneConfig, LabFitConfig, finetune, fit_recording, identify
+from ..learn import FAMILIES, FinetuneConfig, LabFitConfig, family_config, finetune, fit_family, identify
 from ..scenes import geometry as geo
-from ..scenes import make_strike_sim
-from ..surrogate import AbstractSurrogate, Surrogate, load_or_shipped, predict, save_surrogate
+from ..surrogate import (
+    AbstractSurrogate,
+    Surrogate,
+    load_or_shipped,
+    predict,
+    save_surrogate,
+    shipped_surrogate,
+    surrogate_family,
+)
 from ._plots import plot_alpha_curves
 
 
@@ -198,10 +205,13 @@ def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np
 def read_params(path: str, model: AbstractSurrogate) -> np.ndarray:
     """Parameters from a PARAMS.json (written by `clashx identify`), in the model's order, checked against its prior.
 
-    A file identified for another block shape or scene than the model's is refused.
+    A file identified for another block shape, scene or impulse family than the model's is refused.
     """
     scene = getattr(getattr(model, "scene", None), "name", None)
-    return read_param_file(path, model.space, {"shape": getattr(model, "shape", None), "scene": scene})
+    family = surrogate_family(model) if isinstance(model, Surrogate) else None
+    return read_param_file(
+        path, model.space, {"shape": getattr(model, "shape", None), "scene": scene, "family": family}
+    )
 
 
 def read_param_std(path: str, names, fix: str) -> np.ndarray | None:
@@ -240,12 +250,16 @@ def _no_duplicates(pairs: list) -> dict:
     return dict(pairs)
 
 
-def read_param_file(path: str, space: ParamSpace, own: dict[str, str | None] | None = None) -> np.ndarray:
+def read_param_file(
+    path: str, space: ParamSpace, own: dict[str, str | None] | None = None, *, family: str | None = None
+) -> np.ndarray:
     """Parameter values of `space` from a PARAMS.json, in its order, checked against its prior.
 
     The file holds {"params": {name: value}} (other top-level keys are kept
     for the record) or the names at its top level; a name the model does not
-    know is an error (a misspelling would otherwise be ignored).
+    know is an error (a misspelling would otherwise be ignored).  A file of
+    several impulse families (`clashx identify --family both`: {"families":
+    {family: {"params": ...}}}) is read one `family` at a time.
     """
     try:
         with open(path) as f:
@@ -264,7 +278,26 @@ def read_param_file(path: str, space: ParamSpace, own: dict[str, str | None] | N
         mine = (own or {}).get(key)
         if key in raw and mine is not None and raw[key] != mine:
             raise ValueError(f"{path}: parameters identified for the {raw[key]!r} {what}; the model is for {mine!r}")
-    values = raw["params"] if "params" in raw else {k: v for k, v in raw.items() if k not in ("shape", "scene")}
+    if family is not None:
+        block = raw.get("families", {}).get(family) if isinstance(raw.get("families"), dict) else None
+        if not isinstance(block, dict):
+            raise ValueError(
+                f"{path}: no 'families' entry for {family!r}; write one with `clashx identify --family both`"
+            )
+        raw = block
+    elif "families" in raw:
+        raise ValueError(
+            f"{path}: parameters of several impulse families (`clashx identify --family both`); `clashx evaluate` "
+            "and `clashx predict` take it, this command one family's: identify with --family mujoco"
+        )
+    elif raw.get("family") not in (None, (own or {}).get("family")) and (own or {}).get("family") is not None:
+        mine = (own or {})["family"]
+        raise ValueError(
+            f"{path}: parameters identified in the {raw['family']!r} impulse family; the model is of the {mine!r} "
+            f"one: identify with --family {mine}, or pass a --model of the {raw['family']!r} family"
+        )
+    meta = ("shape", "scene", "family")
+    values = raw["params"] if "params" in raw else {k: v for k, v in raw.items() if k not in meta}
     if not isinstance(values, dict):
         raise ValueError(f"{path}: 'params' is {values!r}; expected an object like {example}")
     missing = [n for n in names if n not in values]
@@ -283,12 +316,40 @@ def read_param_file(path: str, space: ParamSpace, own: dict[str, str | None] | N
     return space.check(p, what=path)
 
 
-def _model_for(model_dir: str | None, real: str) -> Surrogate:
-    return load_or_shipped(model_dir, data_shape(real))
+FAMILY_CHOICES = (*FAMILIES, "both")  # `clashx identify --family`: one impulse family, or each with equal weights
+
+
+def _model_for(model_dir: str | None, real: str, family: str = "mujoco") -> Surrogate:
+    return load_or_shipped(model_dir, data_shape(real), family)
 
 
 def _model_name(model_dir: str | None, model: Surrogate) -> str:
-    return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape})"
+    return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape}, {surrogate_family(model)})"
+
+
+def _identify_one(model, family, real, strikes, vel, rows, key, n_starts) -> tuple[dict, np.ndarray, float]:
+    """One family's identification: ({params, std, loss, model[, stages]}, params, loss)."""
+    if is_recording(real):
+        raw = read_npz(real, "strike recording")
+        config = LabFitConfig(n_starts=n_starts, finetune=None)
+        fit = fit_family(raw, family, key=key, model=model, where=real, rows=rows, config=config)
+        params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
+        extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
+    else:
+        prior = dict(family_config(family).prior_std)
+        res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
+        params, std, loss, extra = np.asarray(res.params), np.asarray(res.std), float(res.loss), {}
+    if not (np.isfinite(params).all() and np.isfinite(loss)):
+        raise ValueError(
+            f"{real}: the {family} family's fit did not converge (non-finite parameters or loss); nothing was written"
+        )
+    names = model.space.names
+    out = {
+        "params": dict(zip(names, np.asarray(params, float).tolist(), strict=True)),
+        "std": dict(zip(names, np.asarray(std, float).tolist(), strict=True)),
+        "loss": float(loss),
+    }
+    return out | extra, np.asarray(params, float), float(loss)
 
 
 def run_identify(
@@ -297,6 +358,7 @@ def run_identify(
     select: str | None,
     out: str,
     *,
+    family: str = "mujoco",
     seed: int = 0,
     n_starts: int = 16,
     outside: float = OUTSIDE,
@@ -305,52 +367,56 @@ def run_identify(
     """`clashx identify`: fit the parameters on the selected strikes, write PARAMS.json; returns its content.
 
     On an event file: `clashx.identify` on its velocities (all parameters,
-    the priors of `LabFitConfig`).  On a recording: the two-stage
-    identification of `clashx.learn._lab_fit` on its tracks (ground from the
-    slides, impact through the surrogate, joint refinement).
+    the family's priors, `clashx.learn.family_config`).  On a recording: the
+    two-stage identification of `clashx.learn._lab_fit` on its tracks (ground
+    from the slides, impact through the surrogate, joint refinement), in
+    `family` (`clashx.learn.fit_family`).  `family="both"` identifies each of
+    `clashx.learn.FAMILIES` through its shipped surrogate and writes them all,
+    with equal weights (`clashx.fit_families`' average): `clashx evaluate` and
+    `clashx predict` then average the families' predictions.
     """
     if n_starts < 1:
         raise ValueError(f"--starts {n_starts}: need at least one starting point (default 16)")
-    model = _model_for(model_dir, real)
-    strikes, vel, rows = load_real(real, select, model.shape)
+    if family not in FAMILY_CHOICES:
+        raise ValueError(f"--family {family!r}: expected one of {', '.join(FAMILY_CHOICES)}")
+    if family == "both" and model_dir:
+        raise ValueError(
+            "--model with --family both: each family is identified through its shipped surrogate; identify one "
+            "family at a time (--family mujoco or compliant) to use your own run folder"
+        )
+    families = FAMILIES if family == "both" else (family,)
+    models = {f: _model_for(model_dir, real, f) for f in families}
+    shape = next(iter(models.values())).shape
+    strikes, vel, rows = load_real(real, select, shape)
     n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
-    if 3 * len(rows) < model.space.size and report is not None:
+    size = max(m.space.size for m in models.values())
+    if 3 * len(rows) < size and report is not None:
         report(
-            f"warning: {len(rows)} strike(s) give {3 * len(rows)} numbers for {model.space.size} parameters; "
+            f"warning: {len(rows)} strike(s) give {3 * len(rows)} numbers for {size} parameters; "
             "most stay at their prior (see the σ); fit on more strikes"
         )
     t0 = time.perf_counter()
     key = jax.random.PRNGKey(seed)
-    extra = {}
-    if is_recording(real):
-        raw = read_npz(real, "strike recording")
-        config = LabFitConfig(n_starts=n_starts, finetune=None)
-        sim = make_strike_sim(model.shape, space=model.space)
-        fit = fit_recording(model, sim, raw, where=real, rows=rows, key=key, config=config)
-        params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
-        extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
-    else:
-        prior = dict(LabFitConfig().prior_std)
-        res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
-        params, std, loss = np.asarray(res.params), np.asarray(res.std), float(res.loss)
-    names = model.space.names
-    out_obj = {
-        "shape": model.shape,
-        "params": dict(zip(names, np.asarray(params, float).tolist(), strict=True)),
-        "std": dict(zip(names, np.asarray(std, float).tolist(), strict=True)),
-        "loss": float(loss),
+    fits = {
+        f: _identify_one(m, f, real, strikes, vel, rows, key, n_starts)[0] | {"model": _model_name(model_dir, m)}
+        for f, m in models.items()
+    }
+    record = {
+        "shape": shape,
+        "family": family,
         "events": os.path.abspath(real),
         "rows": rows.tolist(),
-        "model": _model_name(model_dir, model),
         "seed": seed,
         "n_starts": n_starts,
         "outside_training_ranges": n_outside,
         "time_s": time.perf_counter() - t0,
-    } | extra
-    if not (np.isfinite(params).all() and np.isfinite(loss)):
-        raise ValueError(f"{real}: the fit did not converge (non-finite parameters or loss); nothing was written")
-    write_json(out, out_obj)
-    return out_obj
+    }
+    if family == "both":
+        record |= {"weights": dict.fromkeys(families, 1.0 / len(families)), "families": fits}
+    else:
+        record |= fits[family]
+    write_json(out, record)
+    return record
 
 
 def run_finetune(
@@ -395,6 +461,62 @@ def _params_for(model_dir: str | None, model: Surrogate, params_path: str | None
     return read_params(os.path.join(model_dir, "surrogate.json"), model)
 
 
+def _read_family(params_path: str | None) -> str | None:
+    """The "family" a PARAMS.json names (`clashx identify` writes it), or None (no file, or a file without one)."""
+    if not params_path:
+        return None
+    try:
+        with open(params_path) as f:
+            raw = json.load(f)
+    except (OSError, ValueError):
+        return None  # read_param_file names the problem
+    family = raw.get("family") if isinstance(raw, dict) else None
+    if family is not None and family not in FAMILY_CHOICES:
+        raise ValueError(
+            f"{params_path}: 'family' is {family!r}; expected one of {', '.join(FAMILY_CHOICES)} "
+            "(as `clashx identify --family` writes it)"
+        )
+    if family == "both":
+        weights = raw.get("weights")
+        ok = isinstance(weights, dict) and set(weights) == set(FAMILIES)
+        ok = ok and all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in weights.values())
+        if not ok or not math.isclose(sum(weights.values()), 1.0, rel_tol=1e-6):
+            raise ValueError(
+                f"{params_path}: 'weights' is {weights!r}; expected a weight >= 0 per family "
+                f"({', '.join(FAMILIES)}) summing to 1, as `clashx identify --family both` writes them"
+            )
+    return family
+
+
+def _predictor(model_dir: str | None, params_path: str | None, shape: str) -> tuple[Callable, dict]:
+    """(strikes (n, 3) -> post-impact velocities (n, 3), {"family", "params"[, "weights"]}) of evaluate and predict:
+    one surrogate at its parameters, or (a `--family both` file) each family's shipped one, weighted."""
+    family = _read_family(params_path)
+    if family == "both":
+        if model_dir:
+            raise ValueError(
+                f"--model with {params_path}: its families were identified through the shipped surrogates; drop --model"
+            )
+        with open(str(params_path)) as f:
+            weights = {k: float(v) for k, v in json.load(f)["weights"].items()}
+        models = {f: shipped_surrogate(shape, f) for f in FAMILIES}
+        params = {f: read_param_file(str(params_path), m.space, {"shape": shape}, family=f) for f, m in models.items()}
+        named = {f: dict(zip(models[f].space.names, params[f].tolist(), strict=True)) for f in FAMILIES}
+    else:
+        model = load_or_shipped(model_dir, shape, family)
+        models, weights = {"one": model}, {"one": 1.0}
+        params = {"one": _params_for(model_dir, model, params_path)}
+        named = dict(zip(model.space.names, params["one"].tolist(), strict=True))
+
+    def fn(strikes):
+        x = jnp.asarray(strikes, jnp.float32)
+        return sum(w * np.asarray(predict(models[k], x, jnp.asarray(params[k], jnp.float32)), np.float64)
+                   for k, w in weights.items())  # fmt: skip
+
+    info = {"family": family or surrogate_family(models[next(iter(models))]), "params": named}
+    return fn, info | ({"weights": weights} if family == "both" else {})
+
+
 def run_evaluate(
     model_dir: str | None,
     real: str,
@@ -405,35 +527,37 @@ def run_evaluate(
     plot: str | None = None,
     outside: float = OUTSIDE,
 ) -> dict:
-    """`clashx evaluate`: α-accuracy of the model's predictions against the events' velocities (+ α-curve PNG)."""
+    """`clashx evaluate`: α-accuracy of the model's predictions against the events' velocities (+ α-curve PNG).
+
+    With a PARAMS.json of `clashx identify --family both`, the prediction is the families' weighted average.
+    """
     if not (math.isfinite(alpha) and alpha > 0):
         raise ValueError(f"--alpha {alpha}: expected a positive relative error bound, e.g. 0.1 (10 %)")
-    model = _model_for(model_dir, real)
-    params = _params_for(model_dir, model, params_path)
-    strikes, vel, rows = load_real(real, select, model.shape)
+    shape = data_shape(real)
+    fn, info = _predictor(model_dir, params_path, shape)
+    strikes, vel, rows = load_real(real, select, shape)
     n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
-    pred = np.asarray(predict(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)))
+    pred = fn(strikes)
     if not np.isfinite(pred).all():
         row = int(rows[np.argmax(~np.isfinite(pred).all(1))])
         raise ValueError(f"{real}: the model's prediction for row {row} is not finite; check it and the parameters")
-    length = geo.characteristic_length(model.shape)
+    length = geo.characteristic_length(shape)
     err = np.asarray(relative_error(pred, vel, length))
     result = {
-        "shape": model.shape,
+        "shape": shape,
         "alpha": alpha,
         "alpha_accuracy": float(np.mean(err <= alpha)),
         "median_rel_err": float(np.median(err)),
         "n_events": int(len(rows)),
         "outside_training_ranges": n_outside,
-        "params": dict(zip(model.space.names, params.tolist(), strict=True)),
         "metric": f"‖Δ(vx, vy, r·ωz)‖ ≤ α‖(vx, vy, r·ωz)‖, r = {length:.4f} m",
-    }
+    } | info
     if plot:
         alphas, acc = alpha_curve(pred, vel, length)
         plot_alpha_curves(
             {os.path.basename(os.path.normpath(model_dir or "shipped")): (alphas, acc)},
             plot,
-            title=f"{model.shape}: {real}",
+            title=f"{shape}: {real}",
         )
         result["plot"] = plot
     return result
@@ -444,18 +568,17 @@ def run_predict(
 ) -> dict:
     """`clashx predict`: per-event predictions in the row order of EVENTS (missed strikes get NaN).
 
+    With a PARAMS.json of `clashx identify --family both`, the families' weighted average (PRED.npz then holds
+    params_FAMILY and names_FAMILY per family).
+
     Returns {"n": rows written, "outside_training_ranges": touched strikes outside the model's training ranges}.
     """
-    model = _model_for(model_dir, events)
-    params = _params_for(model_dir, model, params_path)
+    shape = data_shape(events)
+    fn, info = _predictor(model_dir, params_path, shape)
     ev = load_events(events, scene="strike")
-    if str(ev["shape"]) != model.shape:
-        raise ValueError(f"{events}: events of the {str(ev['shape'])!r} block; the model is for {model.shape!r}")
     touched = np.flatnonzero(ev["touched"])
     n_outside = count_outside(ev["strike"][touched], input_ranges(model_dir), touched, events, outside)
-    pred = np.asarray(
-        predict(model, jnp.asarray(ev["strike"], jnp.float32), jnp.asarray(params, jnp.float32)), np.float64
-    )
+    pred = fn(ev["strike"])
     pred[~ev["touched"]] = np.nan  # a missed strike has no post-impact velocity
     bad = ev["touched"] & ~np.isfinite(pred).all(1)
     if bad.any():
@@ -463,7 +586,10 @@ def run_predict(
             f"{events}: the model's prediction for row {int(np.argmax(bad))} is not finite ({int(bad.sum())} rows); "
             "nothing was written. Check those strikes and the parameters, or retrain the model"
         )
-    atomic_savez(
-        out, {"post_velocity": pred, "strike": ev["strike"], "params": params, "names": np.array(model.space.names)}
-    )
+    if info["family"] == "both":
+        named = {f"{part}_{f}": v for f, p in info["params"].items()
+                 for part, v in (("params", np.array(list(p.values()))), ("names", np.array(list(p))))}  # fmt: skip
+    else:
+        named = {"params": np.array(list(info["params"].values())), "names": np.array(list(info["params"]))}
+    atomic_savez(out, {"post_velocity": pred, "strike": ev["strike"], "family": np.array(info["family"])} | named)
     return {"n": len(pred), "outside_training_ranges": n_outside}
