@@ -8,6 +8,7 @@ from ._distil import LocalDistilConfig as LocalDistilConfig
 from ._distil import distil_locally as distil_locally
 from ._families import FAMILIES as FAMILIES
 from ._families import FamilyFit as FamilyFit
+from ._families import family_average as family_average
 from ._families import family_config as family_config
 from ._families import fit_families as fit_families
 from ._families import fit_family as fit_family

@@ -66,11 +66,9 @@ class FamilyFit(NamedTuple):
 
     def predict(self, strikes: Float[np.ndarray, "n 3"]) -> Float[np.ndarray, "n 3"]:
         """Post-impact velocities (vx, vy, ωz; block frame) of `strikes`: the families' weighted average."""
-        strikes = np.asarray(strikes, np.float64)
-        out = np.zeros((len(strikes), 3))
-        for name, w in self.weights.items():
-            out += w * np.asarray(predict(self.fits[name].model, strikes, self.fits[name].params), np.float64)
-        return out
+        return family_average(
+            {n: (self.fits[n].model, self.fits[n].params) for n in self.weights}, self.weights, strikes
+        )
 
     def predictive(self, strikes: Float[np.ndarray, "n 3"]) -> dict:
         """The average's speed vectors (vx, vy, r ωz) with a covariance each: the families' equal-weight mixture.
@@ -99,6 +97,18 @@ class FamilyFit(NamedTuple):
     def report(self) -> dict[str, Any]:
         """Each family's `LabFit.report` and the weights, JSON-able."""
         return {"weights": self.weights} | {name: fit.report for name, fit in self.fits.items()}
+
+
+def family_average(
+    members: Mapping[str, tuple[Surrogate, np.ndarray]], weights: Mapping[str, float], strikes
+) -> Float[np.ndarray, "n 3"]:
+    """Σ w · surrogate(strikes, params) over the families `weights` names: {family: (surrogate, its parameters)}."""
+    strikes = np.asarray(strikes, np.float64)
+    out = np.zeros((len(strikes), 3))
+    for name, w in weights.items():
+        model, params = members[name]
+        out += w * np.asarray(predict(model, strikes, params), np.float64)
+    return out
 
 
 def mixture_moments(

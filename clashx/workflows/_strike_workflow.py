@@ -27,13 +27,21 @@ import numpy as np
 from ..core import ParamSpace
 from ..core import write_json as write_json
 from ..events import alpha_curve, atomic_savez, ingest_strike_lab, load_events, n_events, read_npz, relative_error
-from ..learn import FAMILIES, FinetuneConfig, LabFitConfig, family_config, finetune, fit_family, identify
+from ..learn import (
+    FAMILIES,
+    FinetuneConfig,
+    LabFitConfig,
+    family_average,
+    family_config,
+    finetune,
+    fit_family,
+    identify,
+)
 from ..scenes import geometry as geo
 from ..surrogate import (
     AbstractSurrogate,
     Surrogate,
     load_or_shipped,
-    predict,
     save_surrogate,
     shipped_surrogate,
     surrogate_family,
@@ -327,8 +335,8 @@ def _model_name(model_dir: str | None, model: Surrogate) -> str:
     return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape}, {surrogate_family(model)})"
 
 
-def _identify_one(model, family, real, strikes, vel, rows, key, n_starts) -> tuple[dict, np.ndarray, float]:
-    """One family's identification: ({params, std, loss, model[, stages]}, params, loss)."""
+def _identify_one(model, family, real, strikes, vel, rows, key, n_starts) -> dict:
+    """One family's identification: {params, std, loss[, stages]} (names to values)."""
     if is_recording(real):
         raw = read_npz(real, "strike recording")
         config = LabFitConfig(n_starts=n_starts, finetune=None)
@@ -349,7 +357,7 @@ def _identify_one(model, family, real, strikes, vel, rows, key, n_starts) -> tup
         "std": dict(zip(names, np.asarray(std, float).tolist(), strict=True)),
         "loss": float(loss),
     }
-    return out | extra, np.asarray(params, float), float(loss)
+    return out | extra
 
 
 def run_identify(
@@ -398,7 +406,7 @@ def run_identify(
     t0 = time.perf_counter()
     key = jax.random.PRNGKey(seed)
     fits = {
-        f: _identify_one(m, f, real, strikes, vel, rows, key, n_starts)[0] | {"model": _model_name(model_dir, m)}
+        f: _identify_one(m, f, real, strikes, vel, rows, key, n_starts) | {"model": _model_name(model_dir, m)}
         for f, m in models.items()
     }
     record = {
@@ -461,15 +469,15 @@ def _params_for(model_dir: str | None, model: Surrogate, params_path: str | None
     return read_params(os.path.join(model_dir, "surrogate.json"), model)
 
 
-def _read_family(params_path: str | None) -> str | None:
-    """The "family" a PARAMS.json names (`clashx identify` writes it), or None (no file, or a file without one)."""
+def _read_family(params_path: str | None) -> tuple[str | None, dict[str, float] | None]:
+    """(the "family" a PARAMS.json names, or None: no file or none named; a `--family both` file's weights, checked)."""
     if not params_path:
-        return None
+        return None, None
     try:
         with open(params_path) as f:
             raw = json.load(f)
     except (OSError, ValueError):
-        return None  # read_param_file names the problem
+        return None, None  # read_param_file names the problem
     family = raw.get("family") if isinstance(raw, dict) else None
     if family is not None and family not in FAMILY_CHOICES:
         raise ValueError(
@@ -485,36 +493,31 @@ def _read_family(params_path: str | None) -> str | None:
                 f"{params_path}: 'weights' is {weights!r}; expected a weight >= 0 per family "
                 f"({', '.join(FAMILIES)}) summing to 1, as `clashx identify --family both` writes them"
             )
-    return family
+        return family, {k: float(v) for k, v in weights.items()}
+    return family, None
 
 
 def _predictor(model_dir: str | None, params_path: str | None, shape: str) -> tuple[Callable, dict]:
     """(strikes (n, 3) -> post-impact velocities (n, 3), {"family", "params"[, "weights"]}) of evaluate and predict:
     one surrogate at its parameters, or (a `--family both` file) each family's shipped one, weighted."""
-    family = _read_family(params_path)
-    if family == "both":
+    family, weights = _read_family(params_path)
+    if weights is not None:  # a --family both file
         if model_dir:
             raise ValueError(
                 f"--model with {params_path}: its families were identified through the shipped surrogates; drop --model"
             )
-        with open(str(params_path)) as f:
-            weights = {k: float(v) for k, v in json.load(f)["weights"].items()}
         models = {f: shipped_surrogate(shape, f) for f in FAMILIES}
-        params = {f: read_param_file(str(params_path), m.space, {"shape": shape}, family=f) for f, m in models.items()}
-        named = {f: dict(zip(models[f].space.names, params[f].tolist(), strict=True)) for f in FAMILIES}
+        members = {
+            f: (m, read_param_file(str(params_path), m.space, {"shape": shape}, family=f)) for f, m in models.items()
+        }
+        named = {f: dict(zip(m.space.names, p.tolist(), strict=True)) for f, (m, p) in members.items()}
+        info = {"family": "both", "params": named, "weights": weights}
     else:
         model = load_or_shipped(model_dir, shape, family)
-        models, weights = {"one": model}, {"one": 1.0}
-        params = {"one": _params_for(model_dir, model, params_path)}
-        named = dict(zip(model.space.names, params["one"].tolist(), strict=True))
-
-    def fn(strikes):
-        x = jnp.asarray(strikes, jnp.float32)
-        return sum(w * np.asarray(predict(models[k], x, jnp.asarray(params[k], jnp.float32)), np.float64)
-                   for k, w in weights.items())  # fmt: skip
-
-    info = {"family": family or surrogate_family(models[next(iter(models))]), "params": named}
-    return fn, info | ({"weights": weights} if family == "both" else {})
+        family = surrogate_family(model)
+        members, weights = {family: (model, _params_for(model_dir, model, params_path))}, {family: 1.0}
+        info = {"family": family, "params": dict(zip(model.space.names, members[family][1].tolist(), strict=True))}
+    return (lambda strikes: family_average(members, weights, strikes)), info
 
 
 def run_evaluate(
