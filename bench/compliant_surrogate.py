@@ -52,6 +52,7 @@ fit_LABSEED_SHAPE.npz and test_LAB_SHAPE.npz.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import tempfile
@@ -65,7 +66,15 @@ from correction import lab_file, lab_test  # bench/correction.py: labs C and D, 
 import clashx
 from clashx.core import write_json
 from clashx.events import alpha_accuracy, sample_strikes, save_events, speed_residuals, speed_vector
-from clashx.learn import LabFitConfig, PretrainConfig, fit_families, predictive_calibration, pretrain, strike_predictive
+from clashx.learn import (
+    LabFitConfig,
+    PretrainConfig,
+    family_average,
+    fit_families,
+    predictive_calibration,
+    pretrain,
+    strike_predictive,
+)
 from clashx.scenes import RELEASE_AFTER, compliant_space, family_outcomes
 from clashx.scenes import geometry as geo
 from clashx.workflows import lab_truth
@@ -144,13 +153,21 @@ def fit_one(
         return float(np.mean(np.sum(np.asarray(speed_residuals(y, y_fit, length)) ** 2, -1)))
 
     w = float(MIX_GRID[np.argmin([fit_loss(v) for v in MIX_GRID])])
-    tests = {
+    tuned = {  # with --finetune: each family's surrogate before its fine-tuning, and the steps taken
+        f"{name}_identified": np.asarray(clashx.predict(f.identified_model, s_test, f.params), np.float64)
+        for name, f in fam.fits.items()
+        if f.report["finetune"].get("steps", 0) and f.identified_model is not None
+    }
+    tests = tuned | {
         "mujoco": pred["mujoco"]["test"],
         "compliant": pred["compliant"]["test"],
         "compliant_law": family_outcomes("compliant", shape, s_test, hc.params),
         "mix": w * pred["mujoco"]["test"] + (1 - w) * pred["compliant"]["test"],
         "mean": fam.predict(s_test),
     }
+    if tuned:
+        before = {name: (f.identified_model or f.model, f.params) for name, f in fam.fits.items()}
+        tests["mean_identified"] = family_average(before, fam.weights, s_test)
     row = {name: alpha_accuracy(p, truth, length, ALPHA) for name, p in tests.items()}
     u_true = np.asarray(speed_vector(truth, length))
     sigma = {
@@ -161,6 +178,7 @@ def fit_one(
         "sigma": sigma,
         "mix_w": w, "fit_loss_mujoco": fit_loss(1.0), "fit_loss_compliant": fit_loss(0.0),
         "objective": {name: f.report["joint"]["loss"] for name, f in fam.fits.items()},
+        "finetune_steps": {name: f.report["finetune"].get("steps", 0) for name, f in fam.fits.items()},
         "params_compliant": dict(zip(hc.model.space.names, map(float, hc.params))),
         "mujoco_s": mj.report["times"]["total_s"], "compliant_s": hc.report["times"]["total_s"],
         "total_s": time.perf_counter() - t0,
@@ -213,6 +231,7 @@ def main() -> None:
         help="fit on the first N strikes of the test recording instead of the ten-strike one, and score on its "
         "second half (N at most half of it): how accuracy grows with the strikes identified from",
     )
+    f.add_argument("--finetune", action="store_true", help="fine-tune each family (the library's FinetuneConfig)")
     f.add_argument("--fit-offset", type=int, default=0, help="with --fit-strikes: fit on strikes K..K+N-1")
     f.add_argument("--json")
     a = ap.parse_args()
@@ -246,7 +265,8 @@ def main() -> None:
                 "fit_offset": a.fit_offset,
             }
             try:
-                config = LabFitConfig(finetune=None, n_starts=a.n_starts, iterations=a.iterations)
+                config = LabFitConfig(n_starts=a.n_starts, iterations=a.iterations)
+                config = config if a.finetune else dataclasses.replace(config, finetune=None)
                 row |= fit_one(shape, fit_rec, test_rec, models, f"lab {lab} seed {seed} {shape}", config, a.key)
             except ValueError as e:  # e.g. too few measured slides to read the ground from: reported, skipped
                 print(f"lab {lab} seed {seed} {shape} skipped: {e}", flush=True)
