@@ -77,7 +77,7 @@ from clashx.learn import (
 )
 from clashx.scenes import RELEASE_AFTER, compliant_space, family_outcomes
 from clashx.scenes import geometry as geo
-from clashx.workflows import lab_truth
+from clashx.workflows import lab_truth, slice_recording
 
 CHUNK = 8192  # strikes simulated per compiled call
 ALPHA = 0.1
@@ -163,10 +163,11 @@ def fit_one(
         "compliant": pred["compliant"]["test"],
         "compliant_law": family_outcomes("compliant", shape, s_test, hc.params),
         "mix": w * pred["mujoco"]["test"] + (1 - w) * pred["compliant"]["test"],
-        "mean": fam.predict(s_test),
+        "mean": sum(w_f * pred[name]["test"] for name, w_f in fam.weights.items()),  # FamilyFit.predict
     }
     if tuned:
-        before = {name: (f.identified_model or f.model, f.params) for name, f in fam.fits.items()}
+        before = {name: (f.model if f.identified_model is None else f.identified_model, f.params)
+                  for name, f in fam.fits.items()}  # fmt: skip
         tests["mean_identified"] = family_average(before, fam.weights, s_test)
     row = {name: alpha_accuracy(p, truth, length, ALPHA) for name, p in tests.items()}
     u_true = np.asarray(speed_vector(truth, length))
@@ -183,26 +184,6 @@ def fit_one(
         "mujoco_s": mj.report["times"]["total_s"], "compliant_s": hc.report["times"]["total_s"],
         "total_s": time.perf_counter() - t0,
     }  # fmt: skip
-
-
-def strike_slice(rec: dict, lo: int, hi: int) -> dict:
-    """Strikes lo..hi-1 of a strike-lab recording (its mocap samples cut at `offsets`), a recording itself."""
-    off = np.asarray(rec["offsets"])
-    n = len(off) - 1
-    if not 0 <= lo < hi <= n:
-        raise ValueError(f"strikes {lo}..{hi - 1}: the recording has {n}")
-    out = {}
-    for k, v in rec.items():
-        v = np.asarray(v)
-        if k == "offsets":
-            out[k] = off[lo : hi + 1] - off[lo]
-        elif v.ndim and len(v) == off[-1] and k in ("t", "block_pose", "striker_xy"):
-            out[k] = v[off[lo] : off[hi]]
-        elif v.ndim and len(v) == n:
-            out[k] = v[lo:hi]
-        else:
-            out[k] = v
-    return out
 
 
 def main() -> None:
@@ -239,6 +220,8 @@ def main() -> None:
         rows = [distil(s, a.out, n=a.n, epochs=a.epochs, seed=a.seed) for s in a.shapes.split(",")]
         write_json(os.path.join(a.out, "distil.json"), rows)
         return
+    config = LabFitConfig(n_starts=a.n_starts, iterations=a.iterations)
+    config = config if a.finetune else dataclasses.replace(config, finetune=None)
     rows: list[dict] = []
     skipped: list[dict] = []
     for item in a.labs.split(","):
@@ -252,8 +235,8 @@ def main() -> None:
                         f"--fit-offset {a.fit_offset} --fit-strikes {a.fit_strikes}: the fit strikes must lie in the "
                         f"first half of lab {lab}'s {2 * half} test strikes"
                     )
-                fit_rec = strike_slice(test_rec, a.fit_offset, a.fit_offset + a.fit_strikes)
-                test_rec = strike_slice(test_rec, half, 2 * half)
+                fit_rec = slice_recording(test_rec, a.fit_offset, a.fit_offset + a.fit_strikes)
+                test_rec = slice_recording(test_rec, half, 2 * half)
             models = (
                 {"compliant": clashx.load_surrogate(os.path.join(a.models, shape), shape=shape)} if a.models else None
             )
@@ -265,8 +248,6 @@ def main() -> None:
                 "fit_offset": a.fit_offset,
             }
             try:
-                config = LabFitConfig(n_starts=a.n_starts, iterations=a.iterations)
-                config = config if a.finetune else dataclasses.replace(config, finetune=None)
                 row |= fit_one(shape, fit_rec, test_rec, models, f"lab {lab} seed {seed} {shape}", config, a.key)
             except ValueError as e:  # e.g. too few measured slides to read the ground from: reported, skipped
                 print(f"lab {lab} seed {seed} {shape} skipped: {e}", flush=True)

@@ -32,7 +32,7 @@ from clashx.optimize._plan import (
 from clashx.scenes import _geometry as geo
 from clashx.scenes._strike import sample_strikes
 from clashx.workflows._cli import main
-from clashx.workflows._next_strikes import concat_recordings, strike_loop
+from clashx.workflows._next_strikes import concat_recordings, slice_recording, strike_loop
 
 FACE_TO_OBLIQUE_MAX = 0.25  # μ1 information of the face-centre strike / the oblique one's, at most
 NOISE_RTOL = 1e-5  # label_noise against its formula (float32 speeds)
@@ -314,3 +314,6 @@ def test_joined_recordings_ingest_as_their_parts(square):
     each = [ingest_strike_lab(r, "part") for r in (a, b)]  # a start pose is read off its own track alone
     np.testing.assert_allclose(joined["start_pose"], np.concatenate([e["start_pose"] for e in each]), atol=1e-12)
     assert len(joined["strike"]) == 3 and np.isfinite(joined["post_velocity"]).all()
+    # slice_recording undoes the join: the last strike alone ingests as part b
+    np.testing.assert_allclose(ingest_strike_lab(slice_recording(concat_recordings([a, b]), 2, 3), "b")["post_velocity"],
+                               each[1]["post_velocity"], atol=1e-12)  # fmt: skip

@@ -6,6 +6,8 @@ from ._cube_pipeline import run_cube_toss as run_cube_toss
 from ._cube_pipeline import save_json as save_json
 from ._cube_pipeline import summary_table as summary_table
 from ._next_strikes import CHECKPOINTS as CHECKPOINTS
+from ._next_strikes import concat_recordings as concat_recordings
+from ._next_strikes import slice_recording as slice_recording
 from ._next_strikes import strike_loop as strike_loop
 from ._plots import plot_alpha_curves as plot_alpha_curves
 from ._plots import plot_tosses as plot_tosses

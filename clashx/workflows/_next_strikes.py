@@ -31,6 +31,7 @@ CHECKPOINTS = (3, 5, 8, 10, 15, 20)
 # (they cost ~10 s a fit and neither changes which strikes are informative).
 LOOP_FIT = LabFitConfig(local=None, finetune=None, slides_required=False)
 _PER_STRIKE = ("strike", "start_pose", "final_pose", "post_velocity_true", "t_first_touch", "touched")
+_PER_SAMPLE = ("t", "block_pose", "striker_xy")  # ragged: strike i owns samples offsets[i]:offsets[i+1]
 
 
 def concat_recordings(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -41,9 +42,25 @@ def concat_recordings(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out["offsets"] = np.concatenate(
         [[0]] + [np.asarray(p["offsets"])[1:] + s for p, s in zip(parts, shifts, strict=True)]
     ).astype(np.int64)
-    for k in ("t", "block_pose", "striker_xy", *_PER_STRIKE):
+    for k in (*_PER_SAMPLE, *_PER_STRIKE):
         if k in parts[0]:
             out[k] = np.concatenate([np.asarray(p[k]) for p in parts])
+    return out
+
+
+def slice_recording(recording: dict[str, Any], lo: int, hi: int) -> dict[str, Any]:
+    """Strikes lo..hi-1 of a strike recording as a recording of their own (`concat_recordings`' inverse)."""
+    off = np.asarray(recording["offsets"])
+    if not 0 <= lo < hi <= len(off) - 1:
+        raise ValueError(f"strikes {lo}..{hi - 1}: the recording has {len(off) - 1}")
+    out = dict(recording)
+    out["offsets"] = (off[lo : hi + 1] - off[lo]).astype(np.int64)
+    for k in _PER_SAMPLE:
+        if k in recording:
+            out[k] = np.asarray(recording[k])[off[lo] : off[hi]]
+    for k in _PER_STRIKE:
+        if k in recording:
+            out[k] = np.asarray(recording[k])[lo:hi]
     return out
 
 
