@@ -2,7 +2,8 @@
 
     python bench/compliant_surrogate.py distil --out DIR [--shapes ...] [--n 200000] [--epochs 80]
     python bench/compliant_surrogate.py fit [--models DIR] [--labs a:2,a:12,C:2,D:2] [--cache DIR] [--json OUT]
-                                            [--key 0] [--n-starts 12] [--iterations 30]
+                                            [--key 0] [--n-starts 12] [--iterations 30] [--true-labels]
+                                            [--robust C] [--min-samples N] [--label-weights]
 
 `distil` simulates `--n` strikes per shape with `clashx.scenes`' compliant
 family (`family_outcomes("compliant", ...)`) (Hunt-Crossley normal force, Coulomb friction; 8 parameters
@@ -30,7 +31,14 @@ the defaults are the library's), and each row keeps each family's objective at
 its optimum (`objective`), so that a longer search can be judged by what it
 finds on the fit strikes alone.  `--fit-strikes N` fits on the first N strikes of the
 test recording (from `--fit-offset K` on) instead and scores on its second half: how far more strikes than
-ten would carry each family.  It scores on the lab's test strikes at α = 0.1 against their true
+ten would carry each family.  `--true-labels` (a diagnostic: it reads the scoring field) identifies both
+families from the fit strikes' true velocities instead of the tracks' (μ2 still from the slides): what
+better labels could bring.  Two ways of using the tracks' labels differently, tried on the dev fits and not
+adopted (README): `--robust C` (both families' identification under a Cauchy loss of scale C,
+`LabFitConfig.robust`) and `--min-samples N` (identify from the strikes whose slide has at least N samples
+before its fitted stop, at least five strikes; μ2 still from all slides).  `--label-weights` weighs each
+label in the joint identification by 1 / (stage 1's fit loss + σ²), σ its release speed's relative spread
+read off its own track (`clashx.events.track_label_sigma`; `fit_families(label_sigma=...)`).  It scores on the lab's test strikes at α = 0.1 against their true
 velocities (scoring only):
 
 * `compliant` through its surrogate, and `compliant_law`: the law itself at
@@ -65,12 +73,21 @@ from correction import lab_file, lab_test  # bench/correction.py: labs C and D, 
 
 import clashx
 from clashx.core import write_json
-from clashx.events import alpha_accuracy, sample_strikes, save_events, speed_residuals, speed_vector
+from clashx.events import (
+    alpha_accuracy,
+    recording_slides,
+    sample_strikes,
+    save_events,
+    speed_residuals,
+    speed_vector,
+    track_label_sigma,
+)
 from clashx.learn import (
+    FamilyFit,
     LabFitConfig,
     PretrainConfig,
     family_average,
-    fit_families,
+    fit_family,
     predictive_calibration,
     pretrain,
     strike_predictive,
@@ -135,14 +152,45 @@ def recordings(lab: str, seed: int, shape: str, cache: str, test_n: int) -> tupl
     return fit, test
 
 
+def slide_samples(recording: dict) -> np.ndarray:
+    """Each strike's samples of free slide before its fitted stop (0 for a miss): how well its track measures it."""
+    sl = recording_slides(recording)
+    out = np.zeros(len(recording["touched"]), int)
+    out[sl.rows] = [fit.slide_samples for fit in sl.fits]
+    return out
+
+
 def fit_one(
-    shape: str, fit_rec: dict, test_rec: dict, models: dict, where: str, config: LabFitConfig, key: int = 0
+    shape: str,
+    fit_rec: dict,
+    test_rec: dict,
+    models: dict,
+    where: str,
+    config: LabFitConfig,
+    key: int = 0,
+    *,
+    min_samples: int = 0,
+    label_weights: bool = False,
+    true_labels: bool = False,
 ) -> dict:
     """Both families' identifications on one recording and their scores on the test strikes (module docstring)."""
     s_test, truth, _ = lab_truth(test_rec, "test")
     length = geo.characteristic_length(shape)
     t0 = time.perf_counter()
-    fam = fit_families(fit_rec, shape, key=jax.random.PRNGKey(key), where=where, models=models, config=config)
+    rows = None
+    if min_samples:  # the strikes whose slide has at least min_samples samples, at least five
+        n_s = slide_samples(fit_rec)
+        rows = np.flatnonzero(n_s >= min_samples)
+        rows = rows if len(rows) >= 5 else np.argsort(-n_s)[:5]
+    extra = {
+        "label_sigma": track_label_sigma(fit_rec, where) if label_weights else None,
+        "labels": fit_rec["post_velocity_true"] if true_labels else None,  # a diagnostic: the scoring field
+    }
+    fam = FamilyFit.equal({
+        name: fit_family(fit_rec, name, key=jax.random.PRNGKey(key), shape=shape, where=where, rows=rows,
+                         model=(models or {}).get(name), config=config, **extra)
+        for name in ("mujoco", "compliant")
+    })  # fmt: skip
     mj, hc = fam.fits["mujoco"], fam.fits["compliant"]
     s_fit, y_fit = mj.events["strike"][mj.rows], mj.events["post_velocity"][mj.rows]
     pred = {name: {part: np.asarray(clashx.predict(f.model, s, f.params), np.float64) for part, s in
@@ -179,6 +227,7 @@ def fit_one(
         "sigma": sigma,
         "mix_w": w, "fit_loss_mujoco": fit_loss(1.0), "fit_loss_compliant": fit_loss(0.0),
         "objective": {name: f.report["joint"]["loss"] for name, f in fam.fits.items()},
+        "fit_rows": len(mj.rows),
         "finetune_steps": {name: f.report["finetune"].get("steps", 0) for name, f in fam.fits.items()},
         "params_compliant": dict(zip(hc.model.space.names, map(float, hc.params))),
         "mujoco_s": mj.report["times"]["total_s"], "compliant_s": hc.report["times"]["total_s"],
@@ -214,13 +263,35 @@ def main() -> None:
     )
     f.add_argument("--finetune", action="store_true", help="fine-tune each family (the library's FinetuneConfig)")
     f.add_argument("--fit-offset", type=int, default=0, help="with --fit-strikes: fit on strikes K..K+N-1")
+    f.add_argument(
+        "--true-labels",
+        action="store_true",
+        help="a diagnostic: identify from the fit strikes' true velocities (the scoring field) instead of the tracks'",
+    )
+    f.add_argument(
+        "--robust",
+        type=float,
+        default=LabFitConfig.robust,
+        help="Cauchy scale of both families' identification loss (LabFitConfig.robust; 0: least squares)",
+    )
+    f.add_argument(
+        "--min-samples",
+        type=int,
+        default=0,
+        help="identify from the strikes whose slide has at least this many samples (at least 5 strikes)",
+    )
+    f.add_argument(
+        "--label-weights",
+        action="store_true",
+        help="weigh each fit strike's label by its track's σ (fit_recording's label_sigma)",
+    )
     f.add_argument("--json")
     a = ap.parse_args()
     if a.cmd == "distil":
         rows = [distil(s, a.out, n=a.n, epochs=a.epochs, seed=a.seed) for s in a.shapes.split(",")]
         write_json(os.path.join(a.out, "distil.json"), rows)
         return
-    config = LabFitConfig(n_starts=a.n_starts, iterations=a.iterations)
+    config = LabFitConfig(n_starts=a.n_starts, iterations=a.iterations, robust=a.robust)
     config = config if a.finetune else dataclasses.replace(config, finetune=None)
     rows: list[dict] = []
     skipped: list[dict] = []
@@ -246,9 +317,16 @@ def main() -> None:
                 "shape": shape,
                 "fit_strikes": a.fit_strikes or 10,
                 "fit_offset": a.fit_offset,
+                "true_labels": a.true_labels,
+                "robust": a.robust,
+                "min_samples": a.min_samples,
+                "label_weights": a.label_weights,
             }
             try:
-                row |= fit_one(shape, fit_rec, test_rec, models, f"lab {lab} seed {seed} {shape}", config, a.key)
+                row |= fit_one(
+                    shape, fit_rec, test_rec, models, f"lab {lab} seed {seed} {shape}", config, a.key,
+                    min_samples=a.min_samples, label_weights=a.label_weights, true_labels=a.true_labels,
+                )  # fmt: skip
             except ValueError as e:  # e.g. too few measured slides to read the ground from: reported, skipped
                 print(f"lab {lab} seed {seed} {shape} skipped: {e}", flush=True)
                 skipped.append(row | {"reason": str(e)})

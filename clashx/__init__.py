@@ -13,6 +13,7 @@ from .events import lab_recording as lab_recording
 from .events import load_events as load_events
 from .events import relative_error as relative_error
 from .events import save_events as save_events
+from .events import track_label_sigma as track_label_sigma
 from .hybrid import HybridResult as HybridResult
 from .hybrid import HybridSim as HybridSim
 from .hybrid import HybridState as HybridState

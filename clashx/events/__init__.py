@@ -20,8 +20,13 @@ from ._generate import versions as versions
 from ._ingest_cube import ingest_cube_tosses as ingest_cube_tosses
 from ._ingest_cube import load_cube_tracks as load_cube_tracks
 from ._ingest_strike import NOISE as NOISE
+from ._ingest_strike import WELL_MEASURED_SAMPLES as WELL_MEASURED_SAMPLES
 from ._ingest_strike import ingest_strike_file as ingest_strike_file
 from ._ingest_strike import ingest_strike_lab as ingest_strike_lab
+from ._label_sigma import Slides as Slides
+from ._label_sigma import recording_slides as recording_slides
+from ._label_sigma import release_speed_sigma as release_speed_sigma
+from ._label_sigma import track_label_sigma as track_label_sigma
 from ._metrics import VELOCITY_FLOOR as VELOCITY_FLOOR
 from ._metrics import alpha_accuracy as alpha_accuracy
 from ._metrics import alpha_curve as alpha_curve

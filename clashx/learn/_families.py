@@ -145,6 +145,8 @@ def fit_family(
     where: str = "recording",
     rows: np.ndarray | None = None,
     config: LabFitConfig | None = None,
+    label_sigma: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
 ) -> LabFit:
     """clashx's identification of a strike recording in one family (`fit_recording` with `family_config`).
 
@@ -158,6 +160,8 @@ def fit_family(
         where: the recording's name for messages.
         rows: strikes to use (default: every touched one).
         config: the MuJoCo family's `LabFitConfig` (the compliant one's follows by `family_config`).
+        label_sigma: each strike's label's relative σ (`fit_recording`), or None.
+        labels: velocities measured otherwise than by the tracks (`fit_recording`), or None.
     """
     cfg = family_config(family, config)
     if model is None:
@@ -165,7 +169,8 @@ def fit_family(
             raise ValueError("fit_family needs the block's shape or the family's surrogate")
         model = shipped_surrogate(shape, family)
     sim = make_strike_sim(model.shape, space=model.space) if family == "mujoco" else None
-    return fit_recording(model, sim, recording, where=where, rows=rows, key=key, config=cfg)
+    return fit_recording(model, sim, recording, where=where, rows=rows, key=key, config=cfg, label_sigma=label_sigma,
+                         labels=labels)  # fmt: skip
 
 
 def fit_families(
@@ -177,6 +182,8 @@ def fit_families(
     families: tuple[str, ...] = FAMILIES,
     models: Mapping[str, Surrogate] | None = None,
     config: LabFitConfig | None = None,
+    label_sigma: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
 ) -> FamilyFit:
     """Identify a strike recording in each of `families` (`fit_family`) and weigh their predictions equally.
 
@@ -188,6 +195,9 @@ def fit_families(
         families: which of `FAMILIES` (at least one).
         models: a surrogate per family (default: the shipped ones, `clashx.shipped_surrogate(shape, family)`).
         config: the MuJoCo family's `LabFitConfig` (the compliant one's: `family_config`).
+        label_sigma: each strike's label's relative σ (`fit_recording`; e.g. `clashx.events.track_label_sigma`),
+            or None.
+        labels: velocities measured otherwise than by the tracks (`fit_recording`), or None.
 
     Returns:
         A `FamilyFit` (`FamilyFit.equal`).
@@ -197,6 +207,6 @@ def fit_families(
     models = models or {}
     return FamilyFit.equal({
         family: fit_family(recording, family, key=key, shape=shape, model=models.get(family), where=where,
-                           config=config)
+                           config=config, label_sigma=label_sigma, labels=labels)
         for family in families
     })  # fmt: skip

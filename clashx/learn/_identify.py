@@ -59,7 +59,7 @@ def fit_loss(model: Surrogate, params, strikes, velocities) -> Float[Array, ""]:
     return velocity_loss(predict(model, strikes, params), velocities, geo.characteristic_length(model.shape))
 
 
-def _event_residuals(model: AbstractSurrogate, params, inputs, outcomes, robust: float = 0.0):
+def _event_residuals(model: AbstractSurrogate, params, inputs, outcomes, robust: float = 0.0, weights=None):
     """The events' `example_residuals` (n·k,) / √n; with `robust` > 0 each event's Cauchy-shrunk.
 
     Cauchy: an event whose residual norm is e counts as c·√log(1 + e²/c²), c = `robust`,
@@ -71,6 +71,8 @@ def _event_residuals(model: AbstractSurrogate, params, inputs, outcomes, robust:
         e2 = jnp.sum(r**2, -1, keepdims=True)
         shrink = jnp.sqrt(robust**2 * jnp.log1p(e2 / robust**2) / jnp.maximum(e2, 1e-12))
         r = r * jnp.where(e2 > 1e-12, shrink, 1.0)
+    if weights is not None:
+        r = r * jnp.sqrt(weights)[:, None]
     return r.ravel() / jnp.sqrt(n)
 
 
@@ -84,13 +86,14 @@ class _Problem(eqx.Module):
     free: tuple[int, ...] = eqx.field(static=True)
     prior_w: Float[Array, "k"]  # 1 / (σ √n) per free parameter; 0: flat
     robust: float = eqx.field(static=True, default=0.0)
+    weights: Array | None = None  # (n,) per event, mean 1; None: equal
 
     def params(self, z):
         u = self.base_u.at[jnp.asarray(self.free)].set(jax.nn.sigmoid(z))
         return self.model.space.from_unit(u)
 
     def residuals(self, z):
-        fit = _event_residuals(self.model, self.params(z), self.inputs, self.outcomes, self.robust)
+        fit = _event_residuals(self.model, self.params(z), self.inputs, self.outcomes, self.robust, self.weights)
         prior = (jax.nn.sigmoid(z) - self.base_u[jnp.asarray(self.free)]) * self.prior_w
         return jnp.concatenate([fit, prior])
 
@@ -165,6 +168,7 @@ def identify(
     prior_std: dict[str, float] | None = None,
     robust: float = 0.0,
     variance_floor: float | None = None,
+    weights=None,
 ) -> IdentifyResult:
     """Find the parameters that make the surrogate reproduce observed collisions.
 
@@ -189,6 +193,8 @@ def identify(
             label whose error is well above c (a slow strike's short, noisy slide) pulls less.
         variance_floor: the least residual variance the uncertainty assumes (default 1/n: residuals
             in noise units, as the strike's); 0 trusts the fit's own residuals (simulated labels).
+        weights: (n,) a weight per event (≥ 0, scaled to mean 1; default equal): an event's residuals count
+            √w times, e.g. 1 / (the model's misfit + the label's own variance) for labels of known quality.
 
     Returns:
         An `IdentifyResult`. Same key and data, same result.
@@ -211,7 +217,14 @@ def identify(
         raise ValueError(f"prior_std names {unknown}; the space has {', '.join(space.names)}")
     prior_w = np.array([1.0 / (prior_std[nm] * np.sqrt(n)) if nm in prior_std else 0.0 for nm in names])
     base_u = jnp.asarray(np.clip(np.asarray(space.to_unit(jnp.asarray(base))), 0.0, 1.0), jnp.float32)
-    problem = _Problem(model, inputs, outcomes, base_u, cols, jnp.asarray(prior_w, jnp.float32), robust)
+    if weights is not None:
+        weights = np.asarray(weights, np.float64)
+        if weights.shape != (n,) or not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+            raise ValueError(
+                f"identify's weights must be {n} finite numbers >= 0, not all 0 (got shape {weights.shape})"
+            )
+        weights = jnp.asarray(weights / weights.mean(), jnp.float32)
+    problem = _Problem(model, inputs, outcomes, base_u, cols, jnp.asarray(prior_w, jnp.float32), robust, weights)
     u_base = jnp.clip(base_u[jnp.asarray(cols)], 0.01, 0.99)[None]
     u_rand = jax.random.uniform(key, (n_starts - 1, len(cols)), minval=0.05, maxval=0.95)
     u0 = jnp.concatenate([u_base, u_rand])

@@ -153,6 +153,8 @@ def fit_recording(
     rows: np.ndarray | None = None,
     key: PRNGKeyArray,
     config: LabFitConfig | None = None,
+    label_sigma: np.ndarray | None = None,
+    labels: np.ndarray | None = None,
 ) -> LabFit:
     """Identify the parameters and fine-tune the surrogate on the tracks of a strike recording.
 
@@ -166,6 +168,14 @@ def fit_recording(
         rows: strikes to use (default: every touched one).
         key: PRNG key (identification starts, fine-tuning folds).
         config: `LabFitConfig`.
+        label_sigma: (N,) each strike's label's relative σ, from its track (NaN: unknown, taken as 0), or None.
+            Given, the joint identification weighs each label by 1 / (stage 1's fit loss + σ²): the model's
+            misfit plus the label's own variance (`clashx.identify`'s `weights`).  `clashx.events.track_label_sigma`
+            reads such a σ off the tracks.  An option, measured, not the default (README, "What better labels
+            would bring").
+        labels: (N, 3) post-impact velocities (vx, vy, ωz; block frame) measured otherwise than by the tracks
+            (e.g. a high-speed camera at the impact), used instead of the tracks' (rows with a NaN: the track's);
+            the ground's friction is still read from the slides.  None: every label from its track.
 
     Returns:
         A `LabFit`.
@@ -187,6 +197,12 @@ def fit_recording(
         events = ingest_by_simulation(recording, where, sim=sim)
     else:
         events = ingest_strike_lab(recording, where)
+    if labels is not None:
+        labels = np.asarray(labels, np.float64)
+        if labels.shape != events["post_velocity"].shape:
+            raise ValueError(f"{where}: labels must be (N, 3) = {events['post_velocity'].shape}, got {labels.shape}")
+        given = np.isfinite(labels).all(1)
+        events = events | {"post_velocity": np.where(given[:, None], labels, events["post_velocity"])}
     usable = np.flatnonzero(events["touched"] & np.isfinite(events["post_velocity"]).all(1))
     rows = usable if rows is None else np.intersect1d(np.asarray(rows), usable)
     if len(rows) < 2:
@@ -211,15 +227,25 @@ def fit_recording(
     prior = dict(config.prior_std)
     t0 = time.perf_counter()
 
-    def search(key, base, prior_std):
+    def search(key, base, prior_std, weights=None):
         return identify(
             model, strikes, labels, key=key, base=base, prior_std=prior_std, n_starts=config.n_starts,
-            iterations=config.iterations, free=config.free, robust=config.robust,
+            iterations=config.iterations, free=config.free, robust=config.robust, weights=weights,
         )  # fmt: skip
 
     stage1 = search(k_stage1, base, prior | {"mu2": stage1_mu2})
+    weights = None
+    if label_sigma is not None:  # each label weighed by 1 / (the model's misfit + its own variance)
+        label_sigma = np.asarray(label_sigma, np.float64)
+        if label_sigma.shape != events["touched"].shape or np.any(label_sigma < 0):
+            raise ValueError(
+                f"{where}: label_sigma must hold a σ >= 0 (or NaN) per strike, {events['touched'].shape}; "
+                f"got shape {label_sigma.shape}"
+            )
+        sigma = np.nan_to_num(label_sigma[rows], nan=0.0)
+        weights = 1.0 / (float(stage1.loss) + sigma**2)
     joint_prior = prior | {"mu2": max(mu2_std / span_mu2, config.min_slide_std)}
-    joint = search(k_joint, np.asarray(stage1.params), joint_prior)
+    joint = search(k_joint, np.asarray(stage1.params), joint_prior, weights)
     times["identify_s"] = time.perf_counter() - t0
     params = np.asarray(joint.params, np.float64)
 
@@ -244,6 +270,7 @@ def fit_recording(
             "std": _named(space, joint.std),
             "loss": float(joint.loss),
             "prior_std": _prior_std(space, joint_prior, config.free),
+            "label_weights": None if weights is None else (weights / weights.mean()).tolist(),
         },
         "local_distil": local_report,
         "finetune": {k: v for k, v in ft_report.items() if k != "cv_curve"},
