@@ -151,35 +151,35 @@ def _surrogate_with_signal(key):
 IDENTIFY_TOL = 0.02  # in units of each parameter's prior range
 
 
-def test_identify_recovers_known_parameters_deterministically():
+def _known_events(n: int, seed: int):
+    """A surrogate, n strikes and their velocities at known parameters: (model, strikes, velocities, truth, range)."""
     model = _surrogate_with_signal(jax.random.PRNGKey(1))
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     lo, hi = np.array(model.space.low), np.array(model.space.high)
-    strikes = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (10, 3))
+    strikes = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (n, 3))
     true = lo + np.array([0.3, 0.6, 0.45, 0.5, 0.35, 0.7, 0.4, 0.55]) * (hi - lo)
-    vel = np.asarray(clashx.predict(model, strikes, true))
+    return model, strikes, np.array(clashx.predict(model, strikes, true)), true, hi - lo
+
+
+def test_identify_recovers_known_parameters_deterministically():
+    model, strikes, vel, true, span = _known_events(10, 0)
     a = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16)
     b = clashx.identify(model, strikes, vel, key=jax.random.PRNGKey(0), n_starts=16)
     np.testing.assert_array_equal(np.asarray(a.params), np.asarray(b.params))
-    assert np.all(np.abs(np.asarray(a.params) - true) <= IDENTIFY_TOL * (hi - lo)), (a.params, true)
+    assert np.all(np.abs(np.asarray(a.params) - true) <= IDENTIFY_TOL * span), (a.params, true)
     assert np.isfinite(np.asarray(a.std)).all() and float(a.loss) < 1e-4
 
 
 def test_identify_weights_events():
     """Equal weights change nothing; three corrupted labels weighed down stop pulling the fit off the truth."""
-    model = _surrogate_with_signal(jax.random.PRNGKey(1))
-    rng = np.random.default_rng(1)
-    lo, hi = np.array(model.space.low), np.array(model.space.high)
-    strikes = rng.uniform([0.3, -0.25, 0.2], [2.8, 0.25, 0.8], (13, 3))
-    true = lo + np.array([0.3, 0.6, 0.45, 0.5, 0.35, 0.7, 0.4, 0.55]) * (hi - lo)
-    vel = np.array(clashx.predict(model, strikes, true))
+    model, strikes, vel, true, span = _known_events(13, 1)
     vel[:3] *= 1.5  # three labels 50 % off
     key = jax.random.PRNGKey(0)
     plain = clashx.identify(model, strikes, vel, key=key, n_starts=16)
     ones = clashx.identify(model, strikes, vel, key=key, n_starts=16, weights=np.ones(13))
     np.testing.assert_allclose(np.asarray(ones.params), np.asarray(plain.params), rtol=1e-6)
     down = clashx.identify(model, strikes, vel, key=key, n_starts=16, weights=np.r_[np.full(3, 1e-6), np.ones(10)])
-    err = lambda r: np.max(np.abs(np.asarray(r.params) - true) / (hi - lo))  # noqa: E731
+    err = lambda r: np.max(np.abs(np.asarray(r.params) - true) / span)  # noqa: E731
     assert err(down) <= IDENTIFY_TOL < err(plain), (err(down), err(plain))
 
 
