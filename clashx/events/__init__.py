@@ -21,10 +21,10 @@ from ._ingest_cube import ingest_cube_tosses as ingest_cube_tosses
 from ._ingest_cube import load_cube_tracks as load_cube_tracks
 from ._ingest_strike import NOISE as NOISE
 from ._ingest_strike import WELL_MEASURED_SAMPLES as WELL_MEASURED_SAMPLES
+from ._ingest_strike import Slides as Slides
 from ._ingest_strike import ingest_strike_file as ingest_strike_file
 from ._ingest_strike import ingest_strike_lab as ingest_strike_lab
-from ._label_sigma import Slides as Slides
-from ._label_sigma import recording_slides as recording_slides
+from ._ingest_strike import recording_slides as recording_slides
 from ._label_sigma import release_speed_sigma as release_speed_sigma
 from ._label_sigma import track_label_sigma as track_label_sigma
 from ._metrics import VELOCITY_FLOOR as VELOCITY_FLOOR

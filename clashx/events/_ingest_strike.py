@@ -453,6 +453,45 @@ def start_pose_before_touch(t: np.ndarray, pose: np.ndarray, t_touch: float, noi
     return _mean_pose(before[: int(np.argmax(moved)) if moved.any() else len(before)])
 
 
+class Slides(NamedTuple):
+    """Every touched strike's slide fit in a recording, as `ingest_strike_lab` fits it.
+
+    Attributes:
+        shape: the block's shape.
+        rows: the touched strikes.
+        fits: their `SlideFit`s (with the file's pooled prior).
+        tracks: (t, pose) per strike of the recording.
+        t_release: release instant per strike, s (NaN for a miss).
+        noise: the pooled (position m, yaw rad) noise.
+        point: the footprint's centre of mass, whose path the slide model follows.
+        prior: the file's `SlidePrior`.
+    """
+
+    shape: str
+    rows: np.ndarray
+    fits: list[SlideFit]
+    tracks: list[tuple[np.ndarray, np.ndarray]]
+    t_release: np.ndarray
+    noise: tuple[float, float]
+    point: np.ndarray
+    prior: SlidePrior
+
+
+def recording_slides(raw: dict[str, Any], where: str = "recording") -> Slides:
+    """The slide fits of a recording's touched strikes (`ingest_strike_lab`'s: pooled noise, prior, centre of mass)."""
+    shape, off = check_recording(raw, where)
+    touched = np.asarray(raw["touched"]).astype(bool)
+    t_touch = np.where(touched, np.asarray(raw["t_first_touch"], np.float64), np.nan)
+    t_all, pose_all = np.asarray(raw["t"], np.float64), np.asarray(raw["block_pose"], np.float64)
+    tracks = [(t_all[a:b], pose_all[a:b]) for a, b in zip(off[:-1], off[1:], strict=True)]
+    noise, point = pooled_noise(tracks, t_touch), footprint_com(shape)
+    rows = np.flatnonzero(touched)
+    t_release = t_touch + RELEASE_AFTER
+    prior = slide_prior([fit_slide(*tracks[i], t_release[i], point=point, noise=noise) for i in rows], noise)
+    fits = [fit_slide(*tracks[i], t_release[i], point=point, noise=noise, prior=prior) for i in rows]
+    return Slides(shape, rows, fits, tracks, t_release, noise, point, prior)
+
+
 def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-lab") -> dict[str, np.ndarray]:
     """Turn a strike recording (the lab's npz contents, module docs) into a strike event dict.
 
@@ -471,10 +510,8 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
     Raises:
         EventFileError: naming `where`, the strike (row) and the fix, for any bad input.
     """
-    shape, offsets = check_recording(raw, where)
-    n = len(offsets) - 1
-    t_all = np.asarray(raw["t"], dtype=np.float64)
-    pose_all = np.asarray(raw["block_pose"], dtype=np.float64)
+    slides = recording_slides(raw, where)  # checks the recording (check_recording) first
+    shape, n, noise, point, prior = slides.shape, len(slides.tracks), slides.noise, slides.point, slides.prior
     touched = np.asarray(raw["touched"]).astype(bool)
     if not touched.any():
         raise EventFileError(
@@ -483,13 +520,10 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
         )
     t_touch = np.where(touched, np.asarray(raw["t_first_touch"], dtype=np.float64), np.nan)
     given_start = np.asarray(raw["start_pose"], dtype=np.float64) if "start_pose" in raw else None
-    tracks = [(t_all[a:b], pose_all[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
-    noise = pooled_noise(tracks, t_touch)
-    point = footprint_com(shape)
 
     start_pose = np.empty((n, 3))
     rest_pose = np.empty((n, 3))
-    for i, (t, pose) in enumerate(tracks):
+    for i, (t, pose) in enumerate(slides.tracks):
         tracked = start_pose_before_touch(t, pose, t_touch[i], noise)
         if tracked is not None:
             start_pose[i] = tracked
@@ -497,14 +531,9 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
             start_pose[i] = given_start[i] if given_start is not None else pose[0]
         rest_pose[i] = _mean_pose(pose[-REST_SAMPLES:])
 
-    rows = np.flatnonzero(touched)
-    first = [fit_slide(*tracks[i], t_touch[i] + RELEASE_AFTER, point=point, noise=noise) for i in rows]
-    prior = slide_prior(first, noise)
     post_velocity = np.full((n, 3), np.nan)
-    for i in map(int, rows):
-        post_velocity[i] = estimate_post_velocity(
-            *tracks[i], t_touch[i] + RELEASE_AFTER, point=point, noise=noise, prior=prior
-        )
+    for i, fit in zip(slides.rows, slides.fits, strict=True):
+        post_velocity[i] = fit.velocity  # estimate_post_velocity's, with the file's prior
 
     meta = {
         "lab": str(np.asarray(raw["lab"])) if "lab" in raw else "",

@@ -23,65 +23,21 @@ The σ covers the translation (vx, vy) only; the spin's is not modelled.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from ..scenes import footprint_com
-from ._ingest_checks import RELEASE_AFTER, check_recording
 from ._ingest_strike import (
     _STOP_RANGE,
     MAX_DECELERATION,
     MAX_VEER,
-    SlideFit,
     SlidePrior,
     _project,
     _slide_basis,
-    fit_slide,
-    pooled_noise,
-    slide_prior,
+    recording_slides,
 )
 
 GRID_STOPS, GRID_VEERS = 200, 31  # the posterior's grid: stop times (log-spaced over the fit's range) × veers
-
-
-class Slides(NamedTuple):
-    """Every touched strike's slide fit in a recording, as `ingest_strike_lab` fits it.
-
-    Attributes:
-        shape: the block's shape.
-        rows: the touched strikes.
-        fits: their `SlideFit`s (with the file's pooled prior).
-        tracks: (t, pose) per strike of the recording.
-        t_release: release instant per strike, s (NaN for a miss).
-        noise: the pooled (position m, yaw rad) noise.
-        point: the footprint's centre of mass, whose path the slide model follows.
-        prior: the file's `SlidePrior`.
-    """
-
-    shape: str
-    rows: np.ndarray
-    fits: list[SlideFit]
-    tracks: list[tuple[np.ndarray, np.ndarray]]
-    t_release: np.ndarray
-    noise: tuple[float, float]
-    point: np.ndarray
-    prior: SlidePrior
-
-
-def recording_slides(raw: dict[str, Any], where: str = "recording") -> Slides:
-    """The slide fits of a recording's touched strikes (`ingest_strike_lab`'s: pooled noise, prior, centre of mass)."""
-    shape, off = check_recording(raw, where)
-    touched = np.asarray(raw["touched"]).astype(bool)
-    t_touch = np.where(touched, np.asarray(raw["t_first_touch"], np.float64), np.nan)
-    t_all, pose_all = np.asarray(raw["t"], np.float64), np.asarray(raw["block_pose"], np.float64)
-    tracks = [(t_all[a:b], pose_all[a:b]) for a, b in zip(off[:-1], off[1:], strict=True)]
-    noise, point = pooled_noise(tracks, t_touch), footprint_com(shape)
-    rows = np.flatnonzero(touched)
-    t_release = t_touch + RELEASE_AFTER
-    prior = slide_prior([fit_slide(*tracks[i], t_release[i], point=point, noise=noise) for i in rows], noise)
-    fits = [fit_slide(*tracks[i], t_release[i], point=point, noise=noise, prior=prior) for i in rows]
-    return Slides(shape, rows, fits, tracks, t_release, noise, point, prior)
 
 
 def release_speed_sigma(
@@ -125,7 +81,7 @@ def release_speed_sigma(
     linear = np.minimum(
         noise[0] ** 2 / np.maximum(np.sum(np.abs(centred) ** 2, -1), 1e-300), (MAX_DECELERATION * stop) ** 2
     )
-    spread = np.where(w > 0, np.abs(c - c_mean) ** 2 + linear, 0.0)
+    spread = np.abs(c - c_mean) ** 2 + linear
     speed = float(np.sum(w * np.abs(c)))
     return math.sqrt(float(np.sum(w * spread))) / max(speed, 1e-9)
 
