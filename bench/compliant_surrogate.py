@@ -36,9 +36,10 @@ families from the fit strikes' true velocities instead of the tracks' (μ2 still
 better labels could bring.  Two ways of using the tracks' labels differently, tried on the dev fits and not
 adopted (README): `--robust C` (both families' identification under a Cauchy loss of scale C,
 `LabFitConfig.robust`) and `--min-samples N` (identify from the strikes whose slide has at least N samples
-before its fitted stop, at least five strikes; μ2 still from all slides).  `--label-weights` weighs each
-label in the joint identification by 1 / (stage 1's fit loss + σ²), σ its release speed's relative spread
-read off its own track (`clashx.events.track_label_sigma`; `fit_families(label_sigma=...)`).  It scores on the lab's test strikes at α = 0.1 against their true
+before its fitted stop, at least five strikes; μ2 still from all slides).  By default (the library's,
+`LabFitConfig.label_weights`) the joint identification weighs each label by 1 / (stage 1's fit loss + σ²), σ
+its release speed's relative spread read off its own track (`clashx.events.track_label_sigma`);
+`--no-label-weights` weighs them equally (the results files before 2026-12-07's default).  It scores on the lab's test strikes at α = 0.1 against their true
 velocities (scoring only):
 
 * `compliant` through its surrogate, and `compliant_law`: the law itself at
@@ -80,7 +81,6 @@ from clashx.events import (
     save_events,
     speed_residuals,
     speed_vector,
-    track_label_sigma,
 )
 from clashx.learn import (
     FamilyFit,
@@ -170,7 +170,6 @@ def fit_one(
     key: int = 0,
     *,
     min_samples: int = 0,
-    label_weights: bool = False,
     true_labels: bool = False,
 ) -> dict:
     """Both families' identifications on one recording and their scores on the test strikes (module docstring)."""
@@ -182,10 +181,7 @@ def fit_one(
         n_s = slide_samples(fit_rec)
         rows = np.flatnonzero(n_s >= min_samples)
         rows = rows if len(rows) >= 5 else np.argsort(-n_s)[:5]
-    extra = {
-        "label_sigma": track_label_sigma(fit_rec, where) if label_weights else None,
-        "labels": fit_rec["post_velocity_true"] if true_labels else None,  # a diagnostic: the scoring field
-    }
+    extra = {"labels": fit_rec["post_velocity_true"] if true_labels else None}  # a diagnostic: the scoring field
     fam = FamilyFit.equal({
         name: fit_family(fit_rec, name, key=jax.random.PRNGKey(key), shape=shape, where=where, rows=rows,
                          model=(models or {}).get(name), config=config, **extra)
@@ -281,9 +277,9 @@ def main() -> None:
         help="identify from the strikes whose slide has at least this many samples (at least 5 strikes)",
     )
     f.add_argument(
-        "--label-weights",
+        "--no-label-weights",
         action="store_true",
-        help="weigh each fit strike's label by its track's σ (fit_recording's label_sigma)",
+        help="weigh the fit strikes' labels equally, not by their tracks' σ (LabFitConfig.label_weights)",
     )
     f.add_argument("--json")
     a = ap.parse_args()
@@ -291,7 +287,9 @@ def main() -> None:
         rows = [distil(s, a.out, n=a.n, epochs=a.epochs, seed=a.seed) for s in a.shapes.split(",")]
         write_json(os.path.join(a.out, "distil.json"), rows)
         return
-    config = LabFitConfig(n_starts=a.n_starts, iterations=a.iterations, robust=a.robust)
+    config = LabFitConfig(
+        n_starts=a.n_starts, iterations=a.iterations, robust=a.robust, label_weights=not a.no_label_weights
+    )
     config = config if a.finetune else dataclasses.replace(config, finetune=None)
     rows: list[dict] = []
     skipped: list[dict] = []
@@ -320,12 +318,12 @@ def main() -> None:
                 "true_labels": a.true_labels,
                 "robust": a.robust,
                 "min_samples": a.min_samples,
-                "label_weights": a.label_weights,
+                "label_weights": not a.no_label_weights,
             }
             try:
                 row |= fit_one(
                     shape, fit_rec, test_rec, models, f"lab {lab} seed {seed} {shape}", config, a.key,
-                    min_samples=a.min_samples, label_weights=a.label_weights, true_labels=a.true_labels,
+                    min_samples=a.min_samples, true_labels=a.true_labels,
                 )  # fmt: skip
             except ValueError as e:  # e.g. too few measured slides to read the ground from: reported, skipped
                 print(f"lab {lab} seed {seed} {shape} skipped: {e}", flush=True)

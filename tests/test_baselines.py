@@ -62,6 +62,43 @@ def test_cmaes_recovers_known_parameters(synthetic):
     )
 
 
+F32_RTOL = 1e-6  # relative_error runs in JAX's float32
+OUTLIER = 3.0  # one fit event's velocity scaled by this: a label far off, which weight 0 must take out of the fit
+
+
+def test_cmaes_weights_take_an_outlier_out_of_the_fit(synthetic):
+    """Weight 0 on a corrupted event: the search recovers the truth as on clean events; the loss is the weighted mean."""
+    sim, strikes, velocities = synthetic
+    length = geo.characteristic_length(SHAPE)
+    corrupted = velocities.copy()
+    corrupted[0] *= OUTLIER
+    weights = np.ones(len(strikes))
+    weights[0] = 0.0
+    res = bl.identify_cmaes(
+        sim, strikes, corrupted, key=jax.random.PRNGKey(0), population=16, generations=30, free=tuple(TRUE_CONTACT),
+        base=_true(sim), weights=weights,
+    )  # fmt: skip
+    unit_err = np.abs(np.asarray(sim.space.to_unit(res.params)) - np.asarray(sim.space.to_unit(_true(sim))))
+    assert np.all(unit_err < CMA_UNIT_TOL), (res.params, unit_err)
+    err = np.asarray(relative_error(bl.predict_c(sim, strikes, res.params), corrupted, length))
+    assert res.loss == pytest.approx(np.mean(weights / weights.mean() * err**2), rel=1e-5)
+    assert res.loss < CMA_LOSS_TOL
+    with pytest.raises(ValueError, match="identify_cmaes's weights must be 10 finite"):
+        bl.identify_cmaes(sim, strikes, corrupted, key=jax.random.PRNGKey(0), generations=1, weights=-weights)
+
+
+def test_mjx_residuals_are_the_weighted_relative_errors():
+    """identify_mjx's residuals (speed-vector differences times `_residual_gain`) square-sum to the weighted loss."""
+    rng = np.random.default_rng(0)
+    length = geo.characteristic_length(SHAPE)
+    y, v = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
+    w = rng.uniform(0.0, 2.0, 6)
+    w = w / w.mean()
+    r = (v - y) * np.array([1.0, 1.0, length]) * bl._residual_gain(y, length, w)
+    err = np.asarray(relative_error(v, y, length))
+    assert np.sum(r**2) == pytest.approx(np.mean(w * err**2), rel=F32_RTOL)
+
+
 def _rastrigin(u):
     """A loss with many local minima over the unit box (global minimum 0 at u = 0.3)."""
     x = 5.12 * (np.asarray(u) - 0.3)

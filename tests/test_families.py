@@ -3,6 +3,7 @@ and the two families' average."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -168,16 +169,18 @@ def test_cli_identifies_both_families_and_averages_their_predictions(tmp_path, c
 
 
 def test_label_sigma_weighs_the_joint_identification():
-    """Equal σs leave the fit as it is; a label given a large σ weighs less in the joint search; a σ per strike."""
-    from clashx.events import read_npz
+    """Equal σs leave the fit as it is; a label given a large σ weighs less in the joint search; a σ per strike;
+    by default (`LabFitConfig.label_weights`) the σ is read off the tracks."""
+    from clashx.events import read_npz, track_label_sigma
     from clashx.learn import fit_family
 
     rec = read_npz(clashx.lab_recording("square", "fit"), "lab")
-    cfg = LabFitConfig(n_starts=3, iterations=10)
+    cfg = LabFitConfig(n_starts=3, iterations=10, label_weights=False)
     n = len(rec["touched"])
 
-    def fit(sigma):
-        return fit_family(rec, "compliant", key=jax.random.PRNGKey(0), shape="square", config=cfg, label_sigma=sigma)
+    def fit(sigma, config=cfg):
+        return fit_family(rec, "compliant", key=jax.random.PRNGKey(0), shape="square", config=config,
+                          label_sigma=sigma)  # fmt: skip
 
     plain, equal = fit(None), fit(np.full(n, 0.05))
     np.testing.assert_allclose(equal.params, plain.params, rtol=1e-6)
@@ -191,6 +194,12 @@ def test_label_sigma_weighs_the_joint_identification():
     assert w[0] / w[1] == pytest.approx(loss / (loss + 1.0), rel=1e-6)
     with pytest.raises(ValueError, match="label_sigma"):
         fit(np.zeros(n + 1))
+    # the default reads each label's σ off its track: the same fit as that σ given
+    default = fit(None, dataclasses.replace(cfg, label_weights=True))
+    tracks = fit(track_label_sigma(rec, "lab"))
+    assert default.report["joint"]["label_weights"] == pytest.approx(tracks.report["joint"]["label_weights"])
+    np.testing.assert_allclose(default.params, tracks.params, rtol=1e-6)
+    assert np.ptp(default.report["joint"]["label_weights"]) > 0.1  # the tracks' σs differ
 
 
 FASTER = 1.1  # labels 30 % faster: the fit to them predicts the fit strikes this much faster at least (measured 1.16x)
@@ -209,8 +218,17 @@ def test_labels_measured_otherwise_replace_the_tracks():
         return fit_family(rec, "compliant", key=jax.random.PRNGKey(0), shape="square", config=cfg, labels=labels)
 
     plain = fit(None)
-    np.testing.assert_allclose(fit(tracks).params, plain.params, rtol=1e-6)
+    # every row NaN: every label and its σ from its track
     np.testing.assert_allclose(fit(np.full_like(tracks, np.nan)).params, plain.params, rtol=1e-6)
+    # the tracks' labels given as measured otherwise: the same fit where the labels are not weighed by their σ
+    unweighted = dataclasses.replace(cfg, label_weights=False)
+    np.testing.assert_allclose(
+        fit_family(
+            rec, "compliant", key=jax.random.PRNGKey(0), shape="square", config=unweighted, labels=tracks
+        ).params,
+        fit_family(rec, "compliant", key=jax.random.PRNGKey(0), shape="square", config=unweighted).params,
+        rtol=1e-6,
+    )
     other = fit(tracks * 1.3)  # every block leaving 30 % faster: a different block and contact
     np.testing.assert_allclose(other.events["post_velocity"][other.rows], 1.3 * tracks[other.rows])
     s = other.events["strike"][other.rows]

@@ -21,15 +21,13 @@ of the prior (`ParamSpace.from_unit`), so every parameter has the same scale.
 
 from __future__ import annotations
 
-import math
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core import Array, Float, PRNGKeyArray, as_float64, levenberg_marquardt
+from ..core import Array, Float, PRNGKeyArray, as_float64, event_weights, levenberg_marquardt
 from ..events import relative_error, speed_scale, speed_vector
 from ..events import speed_residuals as metrics_speed_residuals
 from ..optimize import cmaes_in_box
@@ -120,6 +118,7 @@ def identify_cmaes(
     prior_std: dict[str, float] | None = None,
     nthread: int = 0,
     restarts: int = 1,
+    weights: np.ndarray | None = None,
 ) -> Identified:
     """Identify parameters with CMA-ES over MuJoCo C strikes (the "MuJoCo + CMA-ES" baseline).
 
@@ -145,9 +144,12 @@ def identify_cmaes(
         nthread: MuJoCo C threads (0: all CPUs).
         restarts: independent CMA-ES searches sharing each generation's batch (`cmaes_in_box`);
             the best by the loss wins.
+        weights: (n,) a weight per event (>= 0, scaled to mean 1; default equal) on its squared relative
+            error: the same weighted mean as `clashx.identify`'s `weights`.
 
     Returns:
-        `Identified` with the best candidate seen (clipped into the prior box); its `loss` is the fit part.
+        `Identified` with the best candidate seen (clipped into the prior box); its `loss` is the fit part
+        (weighted, with `weights`).
     """
     strikes = np.asarray(strikes, np.float64)
     velocities = np.asarray(velocities, np.float64)
@@ -157,6 +159,8 @@ def identify_cmaes(
     base_u = np.asarray(sim.space.to_unit(jnp.asarray(nominal_params(sim) if base is None else base)), np.float64)
     n, p = len(strikes), len(cols)
     length = geo.characteristic_length(sim.shape)
+    w = event_weights(weights, n, "identify_cmaes")
+    w = np.ones(n) if w is None else w
 
     def full(u: np.ndarray) -> np.ndarray:
         out = np.tile(base_u, (len(u), 1))
@@ -169,7 +173,8 @@ def identify_cmaes(
             sim, np.tile(strikes, (len(u), 1)), np.repeat(phys, n, axis=0), to_rest=False, nthread=nthread
         )
         pred = np.asarray(ev.post_velocity, np.float64).reshape(len(u), n, 3)
-        return np.asarray(relative_mse(pred, velocities[None], length), np.float64)
+        err = np.asarray(relative_error(pred, velocities[None], length), np.float64)
+        return np.mean(w * err**2, axis=-1)
 
     def losses(u: np.ndarray) -> np.ndarray:
         return fit_losses(u) + np.sum(((u - base_u[cols]) * inv_std) ** 2, axis=1) / n
@@ -250,9 +255,19 @@ def _velocity_jacobians(sim: StrikeSim, strikes, params):
     return jax.vmap(lambda p: mjx_velocity_jacobian(sim, strikes, p))(params)
 
 
-def _residual_terms(sim: StrikeSim, strikes, velocities, z: np.ndarray, cols, base_z) -> tuple[np.ndarray, np.ndarray]:
+def _residual_gain(velocities: np.ndarray, length: float, weights: np.ndarray) -> np.ndarray:
+    """(n, 1) factors g such that the speed-vector differences times g have the squared norm
+    mean(weights · relative_error²): `identify_mjx`'s loss, as `speed_residuals` / √n weighted."""
+    y = np.asarray(velocities, np.float64)
+    scale = np.asarray(speed_scale(y, length), np.float64)  # (n, 1)
+    return np.sqrt(np.asarray(weights, np.float64) / len(y))[:, None] / scale
+
+
+def _residual_terms(
+    sim: StrikeSim, strikes, velocities, z: np.ndarray, cols, base_z, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Residuals (s, 3n) of `identify_mjx`'s loss at logits z (s, k) of the free columns (every start
-    of the search at once), and their Jacobians (s, 3n, k) w.r.t. z."""
+    of the search at once), each event's scaled by √weight, and their Jacobians (s, 3n, k) w.r.t. z."""
     n = len(velocities)
     length = geo.characteristic_length(sim.shape)
 
@@ -264,9 +279,9 @@ def _residual_terms(sim: StrikeSim, strikes, velocities, z: np.ndarray, cols, ba
     v, dv_dp = _velocity_jacobians(sim, strikes, params)
     y = np.asarray(velocities, np.float64)
     w = np.array([1.0, 1.0, length])
-    scale = np.asarray(speed_scale(y, length), np.float64) * math.sqrt(n)  # (n, 1), as `speed_residuals`
-    r = ((np.asarray(v, np.float64) - y) * w / scale).reshape(len(zj), -1)
-    jac = (np.asarray(dv_dp, np.float64) * w[:, None] / scale[:, :, None]).reshape(len(zj), 3 * n, -1)
+    gain = _residual_gain(y, length, weights)  # (n, 1)
+    r = ((np.asarray(v, np.float64) - y) * w * gain).reshape(len(zj), -1)
+    jac = (np.asarray(dv_dp, np.float64) * w[:, None] * gain[:, :, None]).reshape(len(zj), 3 * n, -1)
     return r, jac @ np.asarray(dp_dz, np.float64)
 
 
@@ -282,6 +297,7 @@ def identify_mjx(
     x64: bool = True,
     free: tuple[str, ...] | None = None,
     base: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
 ) -> Identified:
     """Identify parameters by Levenberg-Marquardt through MJX strikes (the "MJX + gradients" baseline).
 
@@ -306,11 +322,15 @@ def identify_mjx(
         x64: run MJX in float64 (right tangents; a separate compilation).
         free: names of the parameters to identify (default: all of `sim.space`).
         base: values of the others (default `nominal_params(sim)`).
+        weights: (n,) a weight per event (>= 0, scaled to mean 1; default equal) on its squared relative
+            error, as `identify_cmaes`'s.
 
     Returns:
         `Identified` of the best start; `iterations` counts the trials of all starts.
     """
     cols = _free_columns(sim, free)
+    w = event_weights(weights, len(strikes), "identify_mjx")
+    w = np.ones(len(strikes)) if w is None else w
     base_u = np.asarray(sim.space.to_unit(jnp.asarray(nominal_params(sim) if base is None else base)), np.float64)
     base_z = np.log(np.clip(base_u, 0.018, 0.982) / (1 - np.clip(base_u, 0.018, 0.982)))
     k = len(cols)
@@ -322,7 +342,7 @@ def identify_mjx(
         s = jnp.asarray(strikes, dtype)
 
         def terms(z):
-            return _residual_terms(sim_, s, velocities, z, cols, base_z)
+            return _residual_terms(sim_, s, velocities, z, cols, base_z, w)
 
         # every start in one batch per trial (starts × strikes worlds)
         zs, costs, n_trials = levenberg_marquardt(

@@ -10,6 +10,7 @@ from ._checks import check_finite_model as check_finite_model
 from ._checks import check_outputs_apart as check_outputs_apart
 from ._checks import check_seed as check_seed
 from ._checks import command_line as command_line
+from ._checks import event_weights as event_weights
 from ._checks import nonfinite_leaves as nonfinite_leaves
 from ._checks import output_lock as output_lock
 from ._checks import same_path as same_path

@@ -25,6 +25,23 @@ def check_seed(seed: int, flag: str = "--seed") -> int:
     return int(seed)
 
 
+def event_weights(weights, n: int, who: str) -> np.ndarray | None:
+    """A fit's weight per event, validated and scaled to mean 1 (None stays None: equal weights).
+
+    Every fit that takes `weights` (`clashx.identify`, the MuJoCo-side baselines) weighs an event's squared
+    residual by it, so a mean of 1 keeps the loss's scale and its balance with a prior.
+
+    Raises:
+        ValueError: not `n` finite numbers >= 0 with a positive sum (naming `who`).
+    """
+    if weights is None:
+        return None
+    w = np.asarray(weights, np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"{who}'s weights must be {n} finite numbers >= 0, not all 0 (got shape {w.shape})")
+    return w / w.mean()
+
+
 def nonfinite_leaves(tree) -> list[str]:
     """The key paths (e.g. "layers[0].weight") of a pytree's array leaves that hold NaN or inf."""
     bad = []

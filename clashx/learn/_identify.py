@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, PRNGKeyArray
+from ..core import Array, Float, PRNGKeyArray, event_weights
 from ..scenes import geometry as geo
 from ..surrogate import AbstractSurrogate, Surrogate, predict, velocity_loss
 
@@ -217,13 +217,9 @@ def identify(
         raise ValueError(f"prior_std names {unknown}; the space has {', '.join(space.names)}")
     prior_w = np.array([1.0 / (prior_std[nm] * np.sqrt(n)) if nm in prior_std else 0.0 for nm in names])
     base_u = jnp.asarray(np.clip(np.asarray(space.to_unit(jnp.asarray(base))), 0.0, 1.0), jnp.float32)
+    weights = event_weights(weights, n, "identify")
     if weights is not None:
-        weights = np.asarray(weights, np.float64)
-        if weights.shape != (n,) or not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
-            raise ValueError(
-                f"identify's weights must be {n} finite numbers >= 0, not all 0 (got shape {weights.shape})"
-            )
-        weights = jnp.asarray(weights / weights.mean(), jnp.float32)
+        weights = jnp.asarray(weights, jnp.float32)
     problem = _Problem(model, inputs, outcomes, base_u, cols, jnp.asarray(prior_w, jnp.float32), robust, weights)
     u_base = jnp.clip(base_u[jnp.asarray(cols)], 0.01, 0.99)[None]
     u_rand = jax.random.uniform(key, (n_starts - 1, len(cols)), minval=0.05, maxval=0.95)

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import Float, PRNGKeyArray
-from ..events import ingest_strike_lab, speed_vector
+from ..events import ingest_strike_lab, speed_vector, track_label_sigma
 from ..hybrid import ingest_by_simulation
 from ..scenes import StrikeSim
 from ..scenes import geometry as geo
@@ -80,6 +80,10 @@ class LabFitConfig:
         slides_required: a recording whose slides are too few or too short to read μ2 from is
             an error (True), or μ2 starts from its nominal value with the prior's spread (False:
             the first few strikes of `clashx.workflows._next_strikes.strike_loop`).
+        label_weights: weigh each stop-time label in the joint identification by 1 / (stage 1's fit loss +
+            its track's σ², `clashx.events.track_label_sigma`), as `fit_recording`'s `label_sigma` does
+            (False: equal weights).  Measured on 30 ten-strike fits of three labs (README, "What the labels
+            cost"); the rule has no tuned constant.
     """
 
     free: tuple[str, ...] | None = None
@@ -99,6 +103,7 @@ class LabFitConfig:
     local: LocalDistilConfig | None = LocalDistilConfig()
     finetune: FinetuneConfig | None = FinetuneConfig()
     slides_required: bool = True
+    label_weights: bool = True
 
 
 class LabFit(NamedTuple):
@@ -168,11 +173,11 @@ def fit_recording(
         rows: strikes to use (default: every touched one).
         key: PRNG key (identification starts, fine-tuning folds).
         config: `LabFitConfig`.
-        label_sigma: (N,) each strike's label's relative σ, from its track (NaN: unknown, taken as 0), or None.
-            Given, the joint identification weighs each label by 1 / (stage 1's fit loss + σ²): the model's
-            misfit plus the label's own variance (`clashx.identify`'s `weights`).  `clashx.events.track_label_sigma`
-            reads such a σ off the tracks.  An option, measured, not the default (README, "What better labels
-            would bring").
+        label_sigma: (N,) each strike's label's relative σ (NaN: unknown, taken as 0), or None.  The joint
+            identification weighs each label by 1 / (stage 1's fit loss + σ²): the model's misfit plus the
+            label's own variance (`clashx.identify`'s `weights`).  None: with `config.label_weights` and stop-time
+            labels, the σ read off the tracks (`clashx.events.track_label_sigma`; unknown, so 0, for the rows
+            of `labels`); else equal weights.
         labels: (N, 3) post-impact velocities (vx, vy, ωz; block frame) measured otherwise than by the tracks
             (e.g. a high-speed camera at the impact), used instead of the tracks' (rows with a NaN: the track's);
             the ground's friction is still read from the slides.  None: every label from its track.
@@ -197,6 +202,7 @@ def fit_recording(
         events = ingest_by_simulation(recording, where, sim=sim)
     else:
         events = ingest_strike_lab(recording, where)
+    given = None
     if labels is not None:
         labels = np.asarray(labels, np.float64)
         if labels.shape != events["post_velocity"].shape:
@@ -235,6 +241,10 @@ def fit_recording(
 
     stage1 = search(k_stage1, base, prior | {"mu2": stage1_mu2})
     weights = None
+    if label_sigma is None and config.label_weights and config.labels == "stop-time":
+        label_sigma = track_label_sigma(recording, where)
+        if given is not None:  # a label measured otherwise has no track σ: its weight is the model's misfit's
+            label_sigma = np.where(given, np.nan, label_sigma)
     if label_sigma is not None:  # each label weighed by 1 / (the model's misfit + its own variance)
         label_sigma = np.asarray(label_sigma, np.float64)
         if label_sigma.shape != events["touched"].shape or np.any(label_sigma < 0):

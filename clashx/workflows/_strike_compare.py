@@ -4,12 +4,15 @@
 method sees the FIT recording only (its tracks, or the velocities ingested
 from them); every method predicts the TEST recording's post-impact
 velocities, scored against its `post_velocity_true` (read in `lab_truth`
-only: a field for scoring, never learned from).
+only: a field for scoring, never learned from).  Every MuJoCo-side fit to the
+ingested velocities (CMA-ES, MJX, the residual baseline's base) weighs them as
+clashx's joint identification does (`LabFitConfig.label_weights`): the same
+objective.  The MLPs and `mujoco_sysid_tracks` (the tracks) are unweighted.
 
 | method | fitted on the fit recording | predicts with |
 |---|---|---|
 | `mujoco_nominal` | nothing: MuJoCo's defaults (μ = 1, damping ratio 1), the block as drawn | MuJoCo C |
-| `mujoco_identified` | all 8 parameters by CMA-ES on the ingested velocities, μ2 from the slides, clashx's priors: clashx's objective on MuJoCo itself | MuJoCo C |
+| `mujoco_identified` | all 8 parameters by CMA-ES on the ingested velocities, μ2 from the slides, clashx's priors and label weights: clashx's objective on MuJoCo itself | MuJoCo C |
 | `mujoco_identified_3` | μ1, μ2, e1 by CMA-ES on the velocities (CLASH's baseline) | MuJoCo C |
 | `mujoco_sysid_tracks` | all 8 by `mujoco.sysid` on the tracks (`clashx.baselines._strike_sysid`) | MuJoCo C |
 | `mjx_identified` | all 8 by Levenberg-Marquardt through MJX on the velocities (forward mode) | MJX |
@@ -169,7 +172,11 @@ def compare(
     mu2 = lab.report["ground"]["mu2"]
     prior = dict(config.lab_fit.prior_std) | {"mu2": config.lab_fit.stage1_slide_std}
     base = space.vector(mu2=float(np.clip(mu2, space.low[space.index("mu2")], space.high[space.index("mu2")])))
-    cma = dict(population=config.cma_population, generations=config.cma_generations, restarts=config.cma_restarts)
+    # clashx's weight per label (`LabFitConfig.label_weights`): every MuJoCo-side fit to the labels takes the same
+    w = lab.report["joint"]["label_weights"]
+    w = None if w is None else np.asarray(w, np.float64)
+    cma = dict(population=config.cma_population, generations=config.cma_generations, restarts=config.cma_restarts,
+               weights=w)  # fmt: skip
 
     def add(name, pred, p, **info):
         preds[name] = np.asarray(pred, np.float64)
@@ -194,7 +201,9 @@ def compare(
             )  # fmt: skip
             add(name, predict_c(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss, simulated=r.evaluations)
         elif name == "mjx_identified":
-            r, t = _timed(identify_mjx, sim, fit_s, labels, key=keys[name], base=base, starts=2, iterations=10)
+            r, t = _timed(
+                identify_mjx, sim, fit_s, labels, key=keys[name], base=base, starts=2, iterations=10, weights=w
+            )
             add(name, predict_mjx(sim, test_s, r.params), r.params, fit_s=t, fit_loss=r.loss)
         elif name in ("nn_no_pretrain", "residual"):
             pred, p, info = _mlp_method(name, sim, fit_s, labels, test_s, base, prior, keys[name], cma, length)
