@@ -57,7 +57,7 @@ from cmaes import LAB_DIR, run_lab  # bench/cmaes.py: strike_lab.py in a subproc
 
 import clashx
 from clashx.core import write_json
-from clashx.events import lab_recording, relative_error, speed_vector
+from clashx.events import lab_recording, relative_error, speed_vector, track_label_sigma
 from clashx.learn import LabFitConfig, fit_recording, predictive_calibration, strike_predictive
 from clashx.scenes import geometry as geo
 from clashx.scenes import make_strike_sim
@@ -74,12 +74,14 @@ TAUS = np.logspace(-3, 1, 25)  # prior scale of the correction, network output u
 SIGMAS = np.logspace(-2.5, 0.5, 25)  # label noise, network output units
 
 
-def evidence_fit(k: np.ndarray, t: np.ndarray) -> tuple[float, float]:
-    """(τ, σ) maximising the evidence of t under a GP with covariance τ² k + σ² I (a grid search)."""
+def evidence_fit(k: np.ndarray, t: np.ndarray, extra: np.ndarray | None = None) -> tuple[float, float]:
+    """(τ, σ) maximising the evidence of t under a GP with covariance τ² k + σ² I + diag(extra) (a grid search;
+    `extra`: each label's own noise variance, known)."""
+    extra = np.zeros(len(t)) if extra is None else extra
     best, arg = -np.inf, (TAUS[0], SIGMAS[0])
     for tau in TAUS:
         for sig in SIGMAS:
-            chol = np.linalg.cholesky(tau**2 * k + sig**2 * np.eye(len(t)))
+            chol = np.linalg.cholesky(tau**2 * k + np.diag(sig**2 + extra))
             a = np.linalg.solve(chol.T, np.linalg.solve(chol, t))
             ll = -0.5 * t @ a - np.log(np.diag(chol)).sum()
             if ll > best:
@@ -100,23 +102,32 @@ def kernels(fit: dict, kind: str, j: int) -> tuple[np.ndarray, np.ndarray]:
     return pf @ pf.T / pf.shape[1], pt @ pf.T / pf.shape[1]
 
 
-def corrected(fit: dict, kind: str, shape: str) -> dict:
-    """The correction's test predictions, its leave-one-out fit predictions, and the evidence's (τ, σ) per component."""
+def corrected(fit: dict, kind: str, shape: str, label_sigma: bool = False) -> dict:
+    """The correction's test predictions, its leave-one-out fit predictions, and the evidence's (τ, σ) per component.
+
+    With `label_sigma` each label's noise variance adds its track's σ (relative, on the speed vector, spread
+    evenly over its three components) to the GP's noise, and the leave-one-out errors are weighed as the
+    identification weighs the labels, 1 / (stage 1's loss + σ²)."""
     v_fit, v_test, sd = fit["s_fit"][:, 2], fit["s_test"][:, 2], fit["out_std"][:3]
+    length = geo.characteristic_length(shape)
     t = (fit["y"] - fit["f_fit"]) / (v_fit[:, None] * sd)  # residuals in the network's output units
     test, loo, scales = fit["f_test"].copy(), fit["f_fit"].copy(), []
+    ls = fit["label_sigma"] if label_sigma else np.zeros(len(t))
+    speed = np.linalg.norm(np.asarray(speed_vector(fit["y"], length)), axis=1)  # (n,) ‖u‖ of each label
+    unit = np.array([1.0, 1.0, length])  # speed-vector component per velocity component
     for j in range(3):
         k, ks = kernels(fit, kind, j)
-        tau, sig = evidence_fit(k, t[:, j])
-        ci = np.linalg.inv(tau**2 * k + sig**2 * np.eye(len(t)))
+        extra = (ls * speed / np.sqrt(3.0) / unit[j] / (v_fit * sd[j])) ** 2
+        tau, sig = evidence_fit(k, t[:, j], extra)
+        ci = np.linalg.inv(tau**2 * k + np.diag(sig**2 + extra))
         a = ci @ t[:, j]
         test[:, j] += v_test * sd[j] * (tau**2 * ks @ a)
         loo[:, j] += v_fit * sd[j] * (t[:, j] - a / np.diag(ci))
         scales.append((float(tau), float(sig)))
-    length = geo.characteristic_length(shape)
     e0 = np.asarray(relative_error(fit["f_fit"], fit["y"], length))
     e1 = np.asarray(relative_error(loo, fit["y"], length))
-    return {"test": test, "loo_gain": float(1 - e1.mean() / e0.mean()), "loo_better": float(np.mean(e1 < e0)),
+    w = 1.0 / (fit["misfit"] + ls**2)
+    return {"test": test, "loo_gain": float(1 - (w @ e1) / (w @ e0)), "loo_better": float(w @ (e1 < e0) / w.sum()),
             "loo_gain_median": float(1 - np.median(e1) / np.median(e0)), "scales": scales}  # fmt: skip
 
 
@@ -168,7 +179,8 @@ def fit_lab(shape: str, lab: str, seed: int, test_n: int, tmp: str, true_labels:
         "truth": truth, "f_fit": f_fit, "f_test": f_test, "out_std": np.asarray(m.out_std),
         "z_fit": (f_fit / s_fit[:, 2:] - mu) / sd, "z_test": (f_test / s_test[:, 2:] - mu) / sd,
         "h_fit": np.asarray(h(jnp.asarray(s_fit, jnp.float32))), "h_test": np.asarray(h(jnp.asarray(s_test, jnp.float32))),
-        "sigma": sigma,
+        "sigma": sigma, "label_sigma": np.nan_to_num(track_label_sigma(rec, "fit")[fit.rows], nan=0.0),
+        "misfit": float(fit.report["stage1"]["loss"]),
     }  # fmt: skip
 
 
@@ -181,6 +193,9 @@ def main() -> None:
     ap.add_argument("--true-labels", action="store_true",
                     help="diagnostic: the corrections learn from the fit strikes' true velocities (the identification "
                          "still from the tracks); how much of their failure is the labels' noise")  # fmt: skip
+    ap.add_argument("--label-sigma", action="store_true",
+                    help="each label's track σ (track_label_sigma) in the corrections' noise and the loo gate's "
+                         "weights")  # fmt: skip
     ap.add_argument("--json")
     a = ap.parse_args()
     rows: list[dict] = []
@@ -203,7 +218,7 @@ def main() -> None:
 
                 row = {"lab": lab, "seed": int(seed), "shape": shape, "base": acc(fit["f_test"]), "sigma": fit["sigma"]}
                 for kind in KINDS:
-                    c = corrected(fit, kind, shape)
+                    c = corrected(fit, kind, shape, a.label_sigma)
                     take = c["loo_better"] > 0.5 and c["loo_gain"] > a.margin
                     row[kind] = {"evidence": acc(c["test"]) - row["base"],
                                  "loo": (acc(c["test"]) if take else row["base"]) - row["base"],
@@ -236,7 +251,7 @@ def main() -> None:
           f"{cal['spearman'].mean():.2f} ({cal['spearman'].min():.2f}-{cal['spearman'].max():.2f})")  # fmt: skip
     if a.json:
         write_json(a.json, {"rows": rows, "skipped": skipped, "margin": a.margin, "test_n": a.test_n,
-                            "true_labels": a.true_labels})  # fmt: skip
+                            "true_labels": a.true_labels, "label_sigma": a.label_sigma})  # fmt: skip
         print(f"-> {a.json}")
 
 
