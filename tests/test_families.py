@@ -202,6 +202,31 @@ def test_label_sigma_weighs_the_joint_identification():
     assert np.ptp(default.report["joint"]["label_weights"]) > 0.1  # the tracks' σs differ
 
 
+def test_cli_identify_weighs_a_recordings_labels_unless_told_not_to(tmp_path, capsys):
+    """`clashx identify` on a recording weighs its labels by their tracks' σ; `--equal-label-weights` equally;
+    the flag on an event file is refused, naming it."""
+    from clashx.events import ingest_strike_lab, read_npz, save_events
+    from clashx.workflows._cli import main
+
+    rec = str(clashx.lab_recording("square", "fit"))
+    runs = {}
+    for flag in ([], ["--equal-label-weights"]):
+        out = tmp_path / f"p{len(flag)}.json"
+        argv = ["identify", "--real", rec, "--family", "compliant", "--starts", "2", "--out", str(out)]
+        assert main(argv + flag) == 0
+        runs[bool(flag)] = json.loads(out.read_text())
+    assert runs[False]["label_weights"] == "track sigma" and runs[True]["label_weights"] == "equal"
+    assert runs[True]["stages"]["joint"]["label_weights"] is None
+    w = runs[False]["stages"]["joint"]["label_weights"]
+    assert len(w) == len(runs[False]["rows"]) and np.mean(w) == pytest.approx(1.0) and np.ptp(w) > 0.1
+    events = tmp_path / "ev.npz"
+    save_events(events, ingest_strike_lab(read_npz(rec, "lab"), "lab"))
+    out = tmp_path / "never.json"
+    argv = ["identify", "--real", str(events), "--equal-label-weights", "--out", str(out)]
+    assert main(argv) == 2
+    assert "--equal-label-weights" in capsys.readouterr().err and not out.exists()
+
+
 FASTER = 1.1  # labels 30 % faster: the fit to them predicts the fit strikes this much faster at least (measured 1.16x)
 
 

@@ -26,6 +26,7 @@ from ._push_cmd import cmd_train_policy
 from ._strike_workflow import (
     FAMILY_CHOICES,
     OUTSIDE,
+    is_recording,
     read_param_file,
     run_evaluate,
     run_finetune,
@@ -114,16 +115,17 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
 
 def _cmd_identify(a: argparse.Namespace) -> int:
     if a.scene:
-        if a.family != "mujoco":
-            raise ValueError(
-                f"--family {a.family} is for the strike; your scene's surrogate is its own (drop --family)"
-            )
+        if a.family != "mujoco" or a.equal_label_weights:
+            flag = f"--family {a.family}" if a.family != "mujoco" else "--equal-label-weights"
+            raise ValueError(f"{flag} is for the strike; your scene's surrogate is its own (drop {flag.split()[0]})")
         return _cmd_pair(a)
 
     check_output(a.out, "--out")
+    if a.equal_label_weights and not is_recording(a.real):
+        raise ValueError(f"--equal-label-weights: {a.real} is an event file, weighed equally already; drop the flag")
     r = run_identify(
         a.model, a.real, a.select, a.out, family=a.family, seed=a.seed, n_starts=a.starts, outside=a.outside,
-        report=_stderr,
+        report=_stderr, label_weights=not a.equal_label_weights,
     )  # fmt: skip
     warn_outside(r["outside_training_ranges"], len(r["rows"]), "strikes")
     for family, fit in (r["families"] if "families" in r else {r["family"]: r}).items():
@@ -356,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
         "`evaluate` and `predict` then average (the most accurate on the strike lab; README: How accurate, measured)",
     )
     q.add_argument("--seed", type=seed_arg, default=0)
+    q.add_argument(
+        "--equal-label-weights",
+        action="store_true",
+        help="on a recording, weigh the strikes' labels equally, not each by its track's σ (the default)",
+    )
     _outside_flag(q)
     _scene_flag(q)
     q.set_defaults(func=_cmd_identify)

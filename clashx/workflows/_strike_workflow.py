@@ -310,9 +310,7 @@ def read_param_file(
         raise ValueError(f"{path}: 'params' is {values!r}; expected an object like {example}")
     missing = [n for n in names if n not in values]
     unknown = [k for k in values if k not in names]
-    problems = ([f"unknown parameter(s) {unknown}"] if unknown else []) + (
-        [f"missing parameter(s) {missing}"] if missing else []
-    )
+    problems = [f"unknown parameter(s) {unknown}"] * bool(unknown) + [f"missing parameter(s) {missing}"] * bool(missing)
     if problems:
         raise ValueError(f"{path}: {'; '.join(problems)}; the model expects exactly {names}")
     bad = [n for n in names if isinstance(values[n], bool) or not isinstance(values[n], (int, float))]
@@ -335,11 +333,11 @@ def _model_name(model_dir: str | None, model: Surrogate) -> str:
     return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape}, {surrogate_family(model)})"
 
 
-def _identify_one(model, family, real, strikes, vel, rows, key, n_starts) -> dict:
+def _identify_one(model, family, real, strikes, vel, rows, key, n_starts, label_weights=True) -> dict:
     """One family's identification: {params, std, loss[, stages]} (names to values)."""
     if is_recording(real):
         raw = read_npz(real, "strike recording")
-        config = LabFitConfig(n_starts=n_starts, finetune=None)
+        config = LabFitConfig(n_starts=n_starts, finetune=None, label_weights=label_weights)
         fit = fit_family(raw, family, key=key, model=model, where=real, rows=rows, config=config)
         params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
         extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
@@ -371,6 +369,7 @@ def run_identify(
     n_starts: int = 16,
     outside: float = OUTSIDE,
     report: Callable[[str], None] | None = None,
+    label_weights: bool = True,
 ) -> dict:
     """`clashx identify`: fit the parameters on the selected strikes, write PARAMS.json; returns its content.
 
@@ -381,7 +380,8 @@ def run_identify(
     `family` (`clashx.learn.fit_family`).  `family="both"` identifies each of
     `clashx.learn.FAMILIES` through its shipped surrogate and writes them all,
     with equal weights (`clashx.fit_families`' average): `clashx evaluate` and
-    `clashx predict` then average the families' predictions.
+    `clashx predict` then average the families' predictions.  On a recording each label
+    is weighed by its track's σ unless `label_weights` is False (`LabFitConfig.label_weights`).
     """
     if n_starts < 1:
         raise ValueError(f"--starts {n_starts}: need at least one starting point (default 16)")
@@ -405,10 +405,8 @@ def run_identify(
         )
     t0 = time.perf_counter()
     key = jax.random.PRNGKey(seed)
-    fits = {
-        f: _identify_one(m, f, real, strikes, vel, rows, key, n_starts) | {"model": _model_name(model_dir, m)}
-        for f, m in models.items()
-    }
+    args = (real, strikes, vel, rows, key, n_starts, label_weights)
+    fits = {f: _identify_one(m, f, *args) | {"model": _model_name(model_dir, m)} for f, m in models.items()}
     record = {
         "shape": shape,
         "family": family,
@@ -416,6 +414,7 @@ def run_identify(
         "rows": rows.tolist(),
         "seed": seed,
         "n_starts": n_starts,
+        "label_weights": "track sigma" if label_weights and is_recording(real) else "equal",
         "outside_training_ranges": n_outside,
         "time_s": time.perf_counter() - t0,
     }
