@@ -47,6 +47,8 @@ velocities (scoring only):
 * `mix`: w · mujoco + (1 − w) · compliant, w on a grid of 0, 0.1, ..., 1
   chosen by the ten fit strikes' loss (the same relative speed residuals the
   identification minimises), and `mean`: w = 1/2 fixed, `FamilyFit.predict`;
+* `precision` and `precision_param` (tried 2026-12-07, not adopted: README): per test strike, the two
+  families weighed by their own covariances (`precision_weighted`);
 
 and the σ per test strike (`predictive_calibration`: coverage of the 50 % and
 90 % ellipsoids, Spearman of σ and error) of MuJoCo's fit alone
@@ -90,7 +92,6 @@ from clashx.learn import (
     fit_family,
     predictive_calibration,
     pretrain,
-    strike_predictive,
 )
 from clashx.scenes import RELEASE_AFTER, compliant_space, family_outcomes
 from clashx.scenes import geometry as geo
@@ -215,10 +216,13 @@ def fit_one(
         tests["mean_identified"] = family_average(before, fam.weights, s_test)
     row = {name: alpha_accuracy(p, truth, length, ALPHA) for name, p in tests.items()}
     u_true = np.asarray(speed_vector(truth, length))
+    both = fam.predictive(s_test)
     sigma = {
-        "mujoco": predictive_calibration(strike_predictive(mj, s_test), u_true),
-        "mean": predictive_calibration(fam.predictive(s_test), u_true),
+        "mujoco": predictive_calibration(both["families"]["mujoco"], u_true),
+        "mean": predictive_calibration(both, u_true),
     }
+    for name, u in precision_weighted(both["families"]).items():  # per strike, by each family's own σ
+        row[name] = alpha_accuracy(u / np.array([1.0, 1.0, length]), truth, length, ALPHA)
     return row | {
         "sigma": sigma,
         "mix_w": w, "fit_loss_mujoco": fit_loss(1.0), "fit_loss_compliant": fit_loss(0.0),
@@ -229,6 +233,35 @@ def fit_one(
         "mujoco_s": mj.report["times"]["total_s"], "compliant_s": hc.report["times"]["total_s"],
         "total_s": time.perf_counter() - t0,
     }  # fmt: skip
+
+
+def precision_weighted(parts: dict) -> dict:
+    """Per test strike, the families' speed vectors weighed by their own covariances (`strike_predictive`):
+    "precision": the product of their Gaussians, (Σ C_f⁻¹)⁻¹ Σ C_f⁻¹ m_f; "precision_param": the same with only
+    the parameters' posterior J Σ Jᵀ plus the families' common noise (their mean τ²), so that the weights follow
+    where each family's parameters are loose, not which fitted the ten labels better."""
+    names = list(parts)
+    out = {}
+    for label, covs in (
+        ("precision", [parts[n]["cov"] for n in names]),
+        ("precision_param", _param_covs(parts, names)),
+    ):
+        prec = [np.linalg.inv(c) for c in covs]
+        total = np.linalg.inv(sum(prec))
+        out[label] = np.einsum("nij,nj->ni", total, sum(np.einsum("nij,nj->ni", p, parts[n]["pred"])
+                                                        for p, n in zip(prec, names)))  # fmt: skip
+    return out
+
+
+def _param_covs(parts: dict, names: list) -> list:
+    """Each family's covariance with its own noise term replaced by the families' mean noise."""
+    tau2 = np.mean([parts[n]["tau"] ** 2 for n in names], 0)
+    out = []
+    for n in names:
+        scale2 = np.sum(parts[n]["pred"] ** 2, -1)[:, None, None]
+        own = parts[n]["tau"] ** 2 * np.eye(3) * scale2
+        out.append(parts[n]["cov"] - own + tau2 * np.eye(3) * scale2)
+    return out
 
 
 def main() -> None:
@@ -331,7 +364,7 @@ def main() -> None:
                 continue
             rows.append(row)
             print(json.dumps(row), flush=True)
-    names = ("mujoco", "compliant", "compliant_law", "mix", "mean")
+    names = ("mujoco", "compliant", "compliant_law", "mix", "mean", "precision", "precision_param")
     print(f"\nα = {ALPHA} on the test strikes, mean over {len(rows)} fits ({len(skipped)} skipped), by shape:")
     shapes = sorted({r["shape"] for r in rows})
     print(f"  {'':<14} " + " ".join(f"{s:>13}" for s in shapes) + "      all")

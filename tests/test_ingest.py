@@ -171,6 +171,26 @@ def test_track_label_sigma_per_strike():
     assert np.all(np.isfinite(sigma[touched]) & (sigma[touched] > 0))
 
 
+SIGMA_ROUND_TRIP = 1e-12  # relative: the σ stored as a std per component and read back, floating point only
+
+
+def test_event_file_carries_each_labels_sigma(tmp_path):
+    """Ingestion stores each label's track σ as `post_velocity_std` (vx, vy; NaN for ωz and a miss); read back
+    from the saved file it is `track_label_sigma`'s, which is what `fit_recording` weighs the labels by."""
+    rec = recording()
+    touched = np.asarray(rec["touched"], bool)
+    path = tmp_path / "events.npz"
+    save_events(path, ingest_strike_lab(rec, "rec"))
+    events = load_events(path, "strike")
+    std = events["post_velocity_std"]
+    assert np.isnan(std[:, 2]).all() and np.isnan(std[~touched]).all()
+    assert np.all(std[touched, :2] > 0) and np.allclose(std[touched, 0], std[touched, 1], rtol=0, atol=0)
+    expected = clashx.events.track_label_sigma(rec, "rec")
+    got = clashx.events.events_label_sigma(events)
+    assert np.isnan(got[~touched]).all()
+    np.testing.assert_allclose(got[touched], expected[touched], rtol=SIGMA_ROUND_TRIP)
+
+
 # -- recordings ------------------------------------------------------------------------------------
 
 

@@ -25,8 +25,9 @@ from ._ingest_strike import Slides as Slides
 from ._ingest_strike import ingest_strike_file as ingest_strike_file
 from ._ingest_strike import ingest_strike_lab as ingest_strike_lab
 from ._ingest_strike import recording_slides as recording_slides
+from ._ingest_strike import track_label_sigma as track_label_sigma
+from ._label_sigma import events_label_sigma as events_label_sigma
 from ._label_sigma import release_speed_sigma as release_speed_sigma
-from ._label_sigma import track_label_sigma as track_label_sigma
 from ._metrics import VELOCITY_FLOOR as VELOCITY_FLOOR
 from ._metrics import alpha_accuracy as alpha_accuracy
 from ._metrics import alpha_curve as alpha_curve

@@ -83,7 +83,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -93,117 +93,33 @@ from ._ingest_checks import MIN_SLIDE_SAMPLES as MIN_SLIDE_SAMPLES
 from ._ingest_checks import RELEASE_AFTER as RELEASE_AFTER
 from ._ingest_checks import REQUIRED_KEYS as REQUIRED_KEYS
 from ._ingest_checks import check_recording
-
-NOISE = (5e-4, 4e-3)  # default motion-capture noise std: position (m), yaw (rad) (SCENE.md)
-REST_SAMPLES = 5  # last samples averaged into the rest pose
-TOUCH_GUARD = 0.01  # s: samples this close before first touch may already move (contact begins at a margin)
-MAX_DECELERATION = 15.0  # m/s², bound on the slide's deceleration: μ2 ≤ 1 gives 9.81
-MAX_SPIN_DECELERATION = 500.0  # rad/s², bound on the spin's deceleration
-MAX_VEER = 1.5  # bound on |ρ|: friction at most atan(1.5) ≈ 56° off the velocity
-MIN_POOLED = 3  # well-measured strikes needed to pool a prior term
-MIN_POOLED_VEER_LAW = 15  # ... and to resolve how the veer depends on the heading
-WELL_MEASURED_SAMPLES = 12  # slide (or spin) samples that make a strike well measured
-_STOP_RANGE = (1 / 480, 10.0)  # s, range of stop times searched
-
-
-class SlidePrior(NamedTuple):
-    """What one table and one block share across strikes, pooled by `slide_prior`.
-
-    Any term may be None (not pooled: too few well-measured strikes).
-    """
-
-    deceleration: tuple[float, float] | None  # (mean, std) of the slide's deceleration a, m/s²
-    veer: tuple[float, float, float, float] | None  # ρ = r0 + r1 sin 2β + r2 cos 2β; (r0, r1, r2, std)
-    spin: tuple[float, float, float, np.ndarray] | None  # α = α0 + κ x, x = |ω|/speed; (α0, κ, std, 2×2 cov)
-
-
-class SlideFit(NamedTuple):
-    """One strike's fitted slide after release (see module docs for the model)."""
-
-    velocity: np.ndarray  # (3,) vx, vy (m/s), ωz (rad/s) of the block frame's origin, block frame, at release
-    yaw: float  # ψ0, yaw at release, rad (unwrapped)
-    speed: float  # |c|, speed of the fitted point at release, m/s
-    heading: float  # arg c, world direction of that velocity, rad
-    stop_time: float  # T, s after release
-    veer: float  # ρ, lateral over tangential deceleration
-    rate: float  # ω0, rad/s
-    spin_stop_time: float  # Tr, s after release
-    slide_samples: int  # samples in [0, T)
-    spin_samples: int  # samples in [0, Tr)
-
-    @property
-    def deceleration(self) -> float:
-        """Tangential deceleration |c|/T of the fitted point, m/s²."""
-        return self.speed / self.stop_time
-
-    @property
-    def spin_deceleration(self) -> float:
-        """|ω0|/Tr, rad/s²."""
-        return abs(self.rate) / self.spin_stop_time
-
-    @property
-    def block_heading(self) -> float:
-        """β: direction of the fitted point's velocity in the block frame, rad."""
-        return self.heading - self.yaw
-
-
-# -- the slide model ----------------------------------------------------------------------------
-
-
-def _slide_basis(tau: np.ndarray, stop: np.ndarray, veer: np.ndarray) -> np.ndarray:
-    """z(τ) − z0 per unit c for each (T, ρ): shape stop.shape + tau.shape, complex."""
-    stop, veer = stop[..., None], veer[..., None]
-    x = np.minimum(tau / stop, 1.0)
-    e = 2.0 - 1j * veer
-    moving = x < 1.0
-    power = np.where(moving, np.exp(e * np.log1p(-np.where(moving, x, 0.0))), 0.0)
-    return stop * (1.0 - power) / e
-
-
-def _spin_basis(tau: np.ndarray, stop: np.ndarray) -> np.ndarray:
-    """ψ(τ) − ψ0 per unit ω0 for each Tr: τ' − τ'²/(2 Tr), τ' = min(τ, Tr)."""
-    stop = stop[..., None]
-    s = np.minimum(tau, stop)
-    return s - s * s / (2.0 * stop)
-
-
-def _project(y: np.ndarray, basis: np.ndarray, stop: np.ndarray, bound: float):
-    """Least squares y ≈ y0 + c·basis for each grid point, with |c| ≤ bound·stop.
-
-    Returns (c, y0, sse), each of the grid's shape.
-    """
-    bm = basis.mean(-1, keepdims=True)
-    bc = basis - bm
-    yc = y - y.mean()
-    den = np.maximum(np.sum(np.abs(bc) ** 2, -1), 1e-300)
-    c = np.sum(np.conj(bc) * yc, -1) / den
-    # A stop time too short for the motion would need an impossible deceleration.
-    c = c * np.minimum(1.0, bound * stop / np.maximum(np.abs(c), 1e-300))
-    y0 = y.mean() - c * bm[..., 0]
-    r = y - y0[..., None] - c[..., None] * basis
-    return c, y0, np.sum(np.abs(r) ** 2, -1)
-
-
-def _search(cost_fn, log_stop: np.ndarray, veer: np.ndarray, zooms: int = 4):
-    """Minimise cost_fn(stop, veer) -> (cost, extras) over a grid, then zoom around the best point."""
-    for _ in range(zooms + 1):
-        ls, vv = np.meshgrid(log_stop, veer, indexing="ij")
-        cost, extras = cost_fn(np.exp(ls), vv)
-        i, j = np.unravel_index(np.argmin(cost), cost.shape)
-        best = (np.exp(ls[i, j]), vv[i, j]) + tuple(x[i, j] for x in extras)
-        d_ls = log_stop[1] - log_stop[0]
-        log_stop = np.linspace(log_stop[i] - d_ls, log_stop[i] + d_ls, 9)
-        if len(veer) > 1:
-            d_v = veer[1] - veer[0]
-            veer = np.linspace(veer[j] - d_v, veer[j] + d_v, 9)
-    return best
+from ._label_sigma import label_std, slides_label_sigma
+from ._slide_model import MAX_DECELERATION as MAX_DECELERATION
+from ._slide_model import MAX_SPIN_DECELERATION as MAX_SPIN_DECELERATION
+from ._slide_model import MAX_VEER as MAX_VEER
+from ._slide_model import (
+    MIN_POOLED,
+    MIN_POOLED_VEER_LAW,
+    REST_SAMPLES,
+    STOP_RANGE,
+    TOUCH_GUARD,
+    grid_search,
+    project,
+    slide_basis,
+    spin_basis,
+)
+from ._slide_model import NOISE as NOISE
+from ._slide_model import WELL_MEASURED_SAMPLES as WELL_MEASURED_SAMPLES
+from ._slide_model import SlideFit as SlideFit
+from ._slide_model import SlidePrior as SlidePrior
+from ._slide_model import Slides as Slides
 
 
 def _fit_spin(tau, yaw, sigma, prior_spin, speed):
     """Fit ψ(τ); returns (ω0, ψ0, Tr)."""
 
     def cost(stop, _):
-        w, psi0, sse = _project(yaw, _spin_basis(tau, stop), stop, MAX_SPIN_DECELERATION)
+        w, psi0, sse = project(yaw, spin_basis(tau, stop), stop, MAX_SPIN_DECELERATION)
         j = sse / sigma**2
         if prior_spin is not None and speed is not None:
             a0, kappa, sd, cov = prior_spin
@@ -212,7 +128,7 @@ def _fit_spin(tau, yaw, sigma, prior_spin, speed):
             j = j + (np.abs(w) / stop - a0 - kappa * x) ** 2 / var
         return j, (w, psi0)
 
-    stop, _, w, psi0 = _search(cost, np.linspace(*np.log(_STOP_RANGE), 80), np.zeros(1))
+    stop, _, w, psi0 = grid_search(cost, np.linspace(*np.log(STOP_RANGE), 80), np.zeros(1))
     return float(w), float(psi0), float(stop)
 
 
@@ -220,7 +136,7 @@ def _fit_path(tau, z, sigma, prior: SlidePrior | None, yaw0: float):
     """Fit z(τ); returns (c, T, ρ)."""
 
     def cost(stop, veer):
-        c, _, sse = _project(z, _slide_basis(tau, stop, veer), stop, MAX_DECELERATION)
+        c, _, sse = project(z, slide_basis(tau, stop, veer), stop, MAX_DECELERATION)
         j = sse / sigma**2
         if prior is not None and prior.deceleration is not None:
             mean, sd = prior.deceleration
@@ -231,8 +147,8 @@ def _fit_path(tau, z, sigma, prior: SlidePrior | None, yaw0: float):
             j = j + ((veer - r0 - r1 * np.sin(2 * beta) - r2 * np.cos(2 * beta)) / sd) ** 2
         return j, (c,)
 
-    stop, veer, c = _search(
-        cost, np.linspace(np.log(_STOP_RANGE[0]), np.log(_STOP_RANGE[1]), 48), np.linspace(-MAX_VEER, MAX_VEER, 25)
+    stop, veer, c = grid_search(
+        cost, np.linspace(np.log(STOP_RANGE[0]), np.log(STOP_RANGE[1]), 48), np.linspace(-MAX_VEER, MAX_VEER, 25)
     )
     return complex(c), float(stop), float(veer)
 
@@ -368,7 +284,7 @@ def slide_prior(fits: list[SlideFit], noise=NOISE) -> SlidePrior:
     Returns:
         A `SlidePrior`.
     """
-    slides = [f for f in fits if f.slide_samples >= WELL_MEASURED_SAMPLES and f.stop_time < _STOP_RANGE[1] / 2]
+    slides = [f for f in fits if f.slide_samples >= WELL_MEASURED_SAMPLES and f.stop_time < STOP_RANGE[1] / 2]
     deceleration = veer = spin = None
     if len(slides) >= MIN_POOLED:
         a = np.array([f.deceleration for f in slides])
@@ -387,7 +303,7 @@ def slide_prior(fits: list[SlideFit], noise=NOISE) -> SlidePrior:
         f
         for f in fits
         if f.spin_samples >= 4
-        and f.spin_stop_time < _STOP_RANGE[1] / 2
+        and f.spin_stop_time < STOP_RANGE[1] / 2
         and abs(f.rate) * f.spin_stop_time / 2 >= 10 * noise[1]
         and f.speed > 0
     ]
@@ -453,30 +369,6 @@ def start_pose_before_touch(t: np.ndarray, pose: np.ndarray, t_touch: float, noi
     return _mean_pose(before[: int(np.argmax(moved)) if moved.any() else len(before)])
 
 
-class Slides(NamedTuple):
-    """Every touched strike's slide fit in a recording, as `ingest_strike_lab` fits it.
-
-    Attributes:
-        shape: the block's shape.
-        rows: the touched strikes.
-        fits: their `SlideFit`s (with the file's pooled prior).
-        tracks: (t, pose) per strike of the recording.
-        t_release: release instant per strike, s (NaN for a miss).
-        noise: the pooled (position m, yaw rad) noise.
-        point: the footprint's centre of mass, whose path the slide model follows.
-        prior: the file's `SlidePrior`.
-    """
-
-    shape: str
-    rows: np.ndarray
-    fits: list[SlideFit]
-    tracks: list[tuple[np.ndarray, np.ndarray]]
-    t_release: np.ndarray
-    noise: tuple[float, float]
-    point: np.ndarray
-    prior: SlidePrior
-
-
 def recording_slides(raw: dict[str, Any], where: str = "recording") -> Slides:
     """The slide fits of a recording's touched strikes (`ingest_strike_lab`'s: pooled noise, prior, centre of mass)."""
     shape, off = check_recording(raw, where)
@@ -502,10 +394,12 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
 
     Returns:
         A validated strike event dict (`clashx.events._events` format, N rows): params
-        NaN, post_velocity estimated from the track, t_touch the recorded first
-        touch, t_release = t_touch + 0.02 s, start_pose the mean pose before the
-        touch, rest_pose the mean of the last `REST_SAMPLES` samples; misses
-        have NaN post_velocity, t_touch and t_release.  Write it with `save_events`.
+        NaN, post_velocity estimated from the track, post_velocity_std its σ read
+        off the same track (`clashx.events._label_sigma.label_std`: vx and vy, NaN
+        for ωz), t_touch the recorded first touch, t_release = t_touch + 0.02 s,
+        start_pose the mean pose before the touch, rest_pose the mean of the last
+        `REST_SAMPLES` samples; misses have NaN post_velocity, post_velocity_std,
+        t_touch and t_release.  Write it with `save_events`.
 
     Raises:
         EventFileError: naming `where`, the strike (row) and the fix, for any bad input.
@@ -555,6 +449,7 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
         "strike": np.asarray(raw["strike"], dtype=np.float64),
         "params": np.full((n, 3), np.nan),
         "post_velocity": post_velocity,
+        "post_velocity_std": label_std(post_velocity, slides_label_sigma(slides)),
         "t_touch": t_touch,
         "t_release": t_touch + RELEASE_AFTER,
         "touched": touched,
@@ -563,6 +458,20 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
         "meta": json.dumps(meta),
     }
     return validate_events(events, where=where)
+
+
+def track_label_sigma(raw: dict[str, Any], where: str = "recording") -> np.ndarray:
+    """(N,) each strike's label's relative σ read off its track (NaN for a miss): `fit_recording`'s `label_sigma`,
+    as `ingest_strike_lab` stores it in `post_velocity_std` (`clashx.events._label_sigma`).
+
+    Args:
+        raw: a strike recording's arrays (module docs).
+        where: its name for messages.
+
+    Example:
+        >>> sigma = track_label_sigma(read_npz("lab_a_square_fit.npz", "fit"))
+    """
+    return slides_label_sigma(recording_slides(raw, where))
 
 
 def ingest_strike_file(path: str | os.PathLike) -> dict[str, np.ndarray]:

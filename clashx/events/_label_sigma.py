@@ -27,15 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._ingest_strike import (
-    _STOP_RANGE,
-    MAX_DECELERATION,
-    MAX_VEER,
-    SlidePrior,
-    _project,
-    _slide_basis,
-    recording_slides,
-)
+from ._slide_model import MAX_DECELERATION, MAX_VEER, STOP_RANGE, SlidePrior, Slides, project, slide_basis
 
 GRID_STOPS, GRID_VEERS = 200, 31  # the posterior's grid: stop times (log-spaced over the fit's range) × veers
 
@@ -58,13 +50,13 @@ def release_speed_sigma(
     cos, sin = np.cos(yaw), np.sin(yaw)
     z = pose[after, 0] + cos * point[0] - sin * point[1] + 1j * (pose[after, 1] + sin * point[0] + cos * point[1])
     log_stop, veer = np.meshgrid(
-        np.linspace(math.log(_STOP_RANGE[0]), math.log(_STOP_RANGE[1]), GRID_STOPS),
+        np.linspace(math.log(STOP_RANGE[0]), math.log(STOP_RANGE[1]), GRID_STOPS),
         np.linspace(-MAX_VEER, MAX_VEER, GRID_VEERS),
         indexing="ij",
     )
     stop = np.exp(log_stop)
-    basis = _slide_basis(tau, stop, veer)
-    c, _, sse = _project(z, basis, stop, MAX_DECELERATION)
+    basis = slide_basis(tau, stop, veer)
+    c, _, sse = project(z, basis, stop, MAX_DECELERATION)
     cost = sse / noise[0] ** 2
     if prior.deceleration is not None:
         mean, sd = prior.deceleration
@@ -86,21 +78,29 @@ def release_speed_sigma(
     return math.sqrt(float(np.sum(w * spread))) / max(speed, 1e-9)
 
 
-def track_label_sigma(raw: dict[str, Any], where: str = "recording") -> np.ndarray:
-    """(N,) each strike's label's relative σ read off its track (NaN for a miss): `fit_recording`'s `label_sigma`.
-
-    Args:
-        raw: a strike recording's arrays (`clashx.events._ingest_strike` format).
-        where: its name for messages.
-
-    Example:
-        >>> sigma = track_label_sigma(read_npz("lab_a_square_fit.npz", "fit"))
-    """
-    sl = recording_slides(raw, where)
-    out = np.full(len(sl.t_release), np.nan)
-    for i, fit in zip(sl.rows, sl.fits, strict=True):
-        t, pose = sl.tracks[i]
+def slides_label_sigma(slides: Slides) -> np.ndarray:
+    """(N,) each strike's label's relative σ from its fitted slide (`release_speed_sigma`; NaN for a miss)."""
+    out = np.full(len(slides.t_release), np.nan)
+    for i, fit in zip(slides.rows, slides.fits, strict=True):
+        t, pose = slides.tracks[i]
         out[i] = release_speed_sigma(
-            t, pose, sl.t_release[i], point=sl.point, noise=sl.noise, prior=sl.prior, yaw0=fit.yaw
+            t, pose, slides.t_release[i], point=slides.point, noise=slides.noise, prior=slides.prior, yaw0=fit.yaw
         )
     return out
+
+
+def label_std(post_velocity: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """(N, 3) `post_velocity_std` of labels whose release speed has relative σ `sigma`: σ ‖(vx, vy)‖ / √2 on
+    each of vx and vy (the spread is the speed vector's, shared by its two components), NaN for ωz (not
+    modelled) and wherever σ or the label is unknown.  `events_label_sigma` reads σ back."""
+    speed = np.linalg.norm(np.asarray(post_velocity, np.float64)[:, :2], axis=1)
+    std = np.asarray(sigma, np.float64) * speed / math.sqrt(2.0)
+    return np.stack([std, std, np.full_like(std, np.nan)], axis=1)
+
+
+def events_label_sigma(events: dict[str, Any]) -> np.ndarray:
+    """(N,) each label's relative σ as ingestion stored it (`label_std`): ‖std(vx, vy)‖ / ‖(vx, vy)‖, NaN where
+    the event file gives no σ (a miss, labels measured otherwise, a file without `post_velocity_std`)."""
+    std = np.asarray(events["post_velocity_std"], np.float64)[:, :2]
+    speed = np.linalg.norm(np.asarray(events["post_velocity"], np.float64)[:, :2], axis=1)
+    return np.linalg.norm(std, axis=1) / np.maximum(speed, 1e-300)

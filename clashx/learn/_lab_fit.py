@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import Float, PRNGKeyArray
-from ..events import ingest_strike_lab, speed_vector, track_label_sigma
+from ..events import events_label_sigma, ingest_strike_lab, speed_vector
 from ..hybrid import ingest_by_simulation
 from ..scenes import StrikeSim
 from ..scenes import geometry as geo
@@ -176,8 +176,8 @@ def fit_recording(
         label_sigma: (N,) each strike's label's relative σ (NaN: unknown, taken as 0), or None.  The joint
             identification weighs each label by 1 / (stage 1's fit loss + σ²): the model's misfit plus the
             label's own variance (`clashx.identify`'s `weights`).  None: with `config.label_weights` and stop-time
-            labels, the σ read off the tracks (`clashx.events.track_label_sigma`; unknown, so 0, for the rows
-            of `labels`); else equal weights.
+            labels, the σ ingestion read off each track (`post_velocity_std`, `clashx.events.events_label_sigma`;
+            unknown, so 0, for the rows of `labels`); else equal weights.
         labels: (N, 3) post-impact velocities (vx, vy, ωz; block frame) measured otherwise than by the tracks
             (e.g. a high-speed camera at the impact), used instead of the tracks' (rows with a NaN: the track's);
             the ground's friction is still read from the slides.  None: every label from its track.
@@ -202,13 +202,15 @@ def fit_recording(
         events = ingest_by_simulation(recording, where, sim=sim)
     else:
         events = ingest_strike_lab(recording, where)
-    given = None
     if labels is not None:
         labels = np.asarray(labels, np.float64)
         if labels.shape != events["post_velocity"].shape:
             raise ValueError(f"{where}: labels must be (N, 3) = {events['post_velocity'].shape}, got {labels.shape}")
         given = np.isfinite(labels).all(1)
-        events = events | {"post_velocity": np.where(given[:, None], labels, events["post_velocity"])}
+        events = events | {  # a label measured otherwise has no track σ: its weight is the model's misfit's
+            "post_velocity": np.where(given[:, None], labels, events["post_velocity"]),
+            "post_velocity_std": np.where(given[:, None], np.nan, events["post_velocity_std"]),
+        }
     usable = np.flatnonzero(events["touched"] & np.isfinite(events["post_velocity"]).all(1))
     rows = usable if rows is None else np.intersect1d(np.asarray(rows), usable)
     if len(rows) < 2:
@@ -242,9 +244,7 @@ def fit_recording(
     stage1 = search(k_stage1, base, prior | {"mu2": stage1_mu2})
     weights = None
     if label_sigma is None and config.label_weights and config.labels == "stop-time":
-        label_sigma = track_label_sigma(recording, where)
-        if given is not None:  # a label measured otherwise has no track σ: its weight is the model's misfit's
-            label_sigma = np.where(given, np.nan, label_sigma)
+        label_sigma = events_label_sigma(events)  # ingestion's σ per label, read off its track
     if label_sigma is not None:  # each label weighed by 1 / (the model's misfit + its own variance)
         label_sigma = np.asarray(label_sigma, np.float64)
         if label_sigma.shape != events["touched"].shape or np.any(label_sigma < 0):
