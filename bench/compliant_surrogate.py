@@ -47,8 +47,9 @@ velocities (scoring only):
 * `mix`: w · mujoco + (1 − w) · compliant, w on a grid of 0, 0.1, ..., 1
   chosen by the ten fit strikes' loss (the same relative speed residuals the
   identification minimises), and `mean`: w = 1/2 fixed, `FamilyFit.predict`;
-* `precision` and `precision_param` (tried 2026-12-07, not adopted: README): per test strike, the two
-  families weighed by their own covariances (`precision_weighted`);
+* tried 2026-12-07, not adopted (README): `precision` and `precision_param`, per test strike the two
+  families weighed by their own covariances (`precision_weighted`); `posterior_mean` (and per family),
+  each family's prediction averaged over 64 draws of its parameters' Laplace posterior (`posterior_mean`);
 
 and the σ per test strike (`predictive_calibration`: coverage of the 50 % and
 90 % ellipsoids, Spearman of σ and error) of MuJoCo's fit alone
@@ -100,6 +101,7 @@ from clashx.workflows import lab_truth, slice_recording
 CHUNK = 8192  # strikes simulated per compiled call
 ALPHA = 0.1
 MIX_GRID = np.linspace(0.0, 1.0, 11)
+POSTERIOR_DRAWS = 64
 
 
 def distil(shape: str, out: str, *, n: int, epochs: int, seed: int) -> dict:
@@ -223,6 +225,10 @@ def fit_one(
     }
     for name, u in precision_weighted(both["families"]).items():  # per strike, by each family's own σ
         row[name] = alpha_accuracy(u / np.array([1.0, 1.0, length]), truth, length, ALPHA)
+    post = {n: posterior_mean(f, both["families"][n]["param_cov_unit"], s_test, key) for n, f in fam.fits.items()}
+    row["posterior_mean"] = alpha_accuracy(sum(w_f * post[n] for n, w_f in fam.weights.items()), truth, length, ALPHA)
+    row["posterior_mean_mujoco"] = alpha_accuracy(post["mujoco"], truth, length, ALPHA)
+    row["posterior_mean_compliant"] = alpha_accuracy(post["compliant"], truth, length, ALPHA)
     return row | {
         "sigma": sigma,
         "mix_w": w, "fit_loss_mujoco": fit_loss(1.0), "fit_loss_compliant": fit_loss(0.0),
@@ -251,6 +257,18 @@ def precision_weighted(parts: dict) -> dict:
         out[label] = np.einsum("nij,nj->ni", total, sum(np.einsum("nij,nj->ni", p, parts[n]["pred"])
                                                         for p, n in zip(prec, names)))  # fmt: skip
     return out
+
+
+def posterior_mean(fit, cov_unit: np.ndarray, strikes: np.ndarray, key: int, n: int = POSTERIOR_DRAWS) -> np.ndarray:
+    """A family's prediction averaged over `n` draws of its parameters' Laplace posterior (`strike_predictive`'s,
+    in the unit box, draws clipped to it) instead of at the fitted parameters."""
+    space = fit.model.space
+    u_hat = np.asarray(space.to_unit(jax.numpy.asarray(fit.params)), np.float64)
+    draws = np.random.default_rng(key).multivariate_normal(u_hat, cov_unit, size=n, method="eigh")
+    draws = np.clip(draws, 0.0, 1.0)
+    preds = [np.asarray(clashx.predict(fit.model, strikes, np.asarray(space.from_unit(jax.numpy.asarray(u)))),
+                        np.float64) for u in draws]  # fmt: skip
+    return np.mean(preds, axis=0)
 
 
 def _param_covs(parts: dict, names: list) -> list:
@@ -364,7 +382,18 @@ def main() -> None:
                 continue
             rows.append(row)
             print(json.dumps(row), flush=True)
-    names = ("mujoco", "compliant", "compliant_law", "mix", "mean", "precision", "precision_param")
+    names = (
+        "mujoco",
+        "compliant",
+        "compliant_law",
+        "mix",
+        "mean",
+        "precision",
+        "precision_param",
+        "posterior_mean",
+        "posterior_mean_mujoco",
+        "posterior_mean_compliant",
+    )
     print(f"\nα = {ALPHA} on the test strikes, mean over {len(rows)} fits ({len(skipped)} skipped), by shape:")
     shapes = sorted({r["shape"] for r in rows})
     print(f"  {'':<14} " + " ".join(f"{s:>13}" for s in shapes) + "      all")

@@ -90,7 +90,8 @@ def predictive(
 
     Returns:
         {"pred": (m, k), "cov": (m, k, k), "sigma_rel": (m,) √trace(cov) / ‖y_pred‖, the expected relative
-         error; "tau": (k,) relative noise per component; "param_std_unit": (p,) one-sigma in the unit box}.
+         error; "tau": (k,) relative noise per component; "param_std_unit": (p,) one-sigma in the unit box;
+         "param_cov_unit": (p, p) the parameters' posterior covariance in the unit box}.
     """
     x_fit, y_fit = np.asarray(x_fit, np.float64), np.asarray(y_fit, np.float64)
     if len(x_fit) == 0 or len(x_fit) != len(y_fit):
@@ -132,6 +133,7 @@ def predictive(
         "sigma_rel": np.sqrt(np.trace(cov, axis1=1, axis2=2)) / scale_e,
         "tau": np.sqrt(tau2),
         "param_std_unit": np.sqrt(np.diag(cov_u)),
+        "param_cov_unit": cov_u,
     }
 
 
