@@ -133,8 +133,11 @@ def test_cli_identifies_both_families_and_averages_their_predictions(tmp_path, c
     for family, fit in raw["families"].items():
         model = clashx.shipped_surrogate("square", family)
         p = np.array([fit["params"][n] for n in model.space.names])
-        # the loss the file reports is the surrogate's at the parameters it reports
-        assert float(fit_loss(model, p, s, v)) == pytest.approx(fit["loss"], rel=1e-4)
+        # the loss the file reports is the surrogate's at the parameters it reports, each event weighed by the
+        # weight the file reports for its label (the event file carries the labels' σ)
+        w = np.asarray(fit["label_weighting"]["weights"])
+        per_event = np.array([float(fit_loss(model, p, s[i : i + 1], v[i : i + 1])) for i in range(len(s))])
+        assert float(np.mean(w * per_event)) == pytest.approx(fit["loss"], rel=1e-4)
         ref = ref + 0.5 * np.asarray(clashx.predict(model, s, p), np.float64)
     got = np.load(pred)
     np.testing.assert_allclose(got["post_velocity"][touched], ref, rtol=1e-5, atol=1e-7)
@@ -203,27 +206,39 @@ def test_label_sigma_weighs_the_joint_identification():
 
 
 def test_cli_identify_weighs_a_recordings_labels_unless_told_not_to(tmp_path, capsys):
-    """`clashx identify` on a recording weighs its labels by their tracks' σ; `--equal-label-weights` equally;
-    the flag on an event file is refused, naming it."""
-    from clashx.events import ingest_strike_lab, read_npz, save_events
+    """`clashx identify` on a recording weighs its labels by their tracks' σ; `--equal-label-weights` equally.
+    On the event file ingested from it, the labels carry the same σ and are weighed by 1 / (misfit + σ²); the
+    flag on an event file whose labels carry no σ is refused, naming it, with nothing written."""
+    from clashx.events import events_label_sigma, ingest_strike_lab, read_npz, save_events
     from clashx.workflows._cli import main
 
     rec = str(clashx.lab_recording("square", "fit"))
-    runs = {}
-    for flag in ([], ["--equal-label-weights"]):
-        out = tmp_path / f"p{len(flag)}.json"
-        argv = ["identify", "--real", rec, "--family", "compliant", "--starts", "2", "--out", str(out)]
-        assert main(argv + flag) == 0
-        runs[bool(flag)] = json.loads(out.read_text())
-    assert runs[False]["label_weights"] == "track sigma" and runs[True]["label_weights"] == "equal"
-    assert runs[True]["stages"]["joint"]["label_weights"] is None
-    w = runs[False]["stages"]["joint"]["label_weights"]
-    assert len(w) == len(runs[False]["rows"]) and np.mean(w) == pytest.approx(1.0) and np.ptp(w) > 0.1
     events = tmp_path / "ev.npz"
-    save_events(events, ingest_strike_lab(read_npz(rec, "lab"), "lab"))
+    ingested = ingest_strike_lab(read_npz(rec, "lab"), "lab")
+    save_events(events, ingested)
+    for real in (rec, str(events)):
+        runs = {}
+        for flag in ([], ["--equal-label-weights"]):
+            out = tmp_path / f"p{len(flag)}.json"
+            argv = ["identify", "--real", real, "--family", "compliant", "--starts", "2", "--out", str(out)]
+            assert main(argv + flag) == 0
+            runs[bool(flag)] = json.loads(out.read_text())
+        assert runs[False]["label_weights"] == "track sigma" and runs[True]["label_weights"] == "equal"
+        fit = runs[False]
+        w = fit["stages"]["joint"]["label_weights"] if real == rec else fit["label_weighting"]["weights"]
+        assert len(w) == len(runs[False]["rows"]) and np.mean(w) == pytest.approx(1.0) and np.ptp(w) > 0.1
+        if real == rec:
+            assert runs[True]["stages"]["joint"]["label_weights"] is None
+        else:  # 1 / w is (misfit + σ²) up to the mean-1 scale: a line in σ² with a positive intercept
+            assert "label_weighting" not in runs[True]
+            s2 = events_label_sigma(ingested)[runs[False]["rows"]] ** 2
+            slope, intercept = np.polyfit(s2, 1.0 / np.asarray(w), 1)
+            np.testing.assert_allclose(1.0 / np.asarray(w), slope * s2 + intercept, rtol=1e-6)
+            assert slope > 0 and intercept / slope == pytest.approx(fit["label_weighting"]["misfit"], rel=1e-6)
+    bare = tmp_path / "bare.npz"
+    save_events(bare, {k: v for k, v in ingested.items() if k != "post_velocity_std"})
     out = tmp_path / "never.json"
-    argv = ["identify", "--real", str(events), "--equal-label-weights", "--out", str(out)]
-    assert main(argv) == 2
+    assert main(["identify", "--real", str(bare), "--equal-label-weights", "--out", str(out)]) == 2
     assert "--equal-label-weights" in capsys.readouterr().err and not out.exists()
 
 

@@ -20,6 +20,7 @@ from ._lab_fit import LabFit as LabFit
 from ._lab_fit import LabFitConfig as LabFitConfig
 from ._lab_fit import fit_recording as fit_recording
 from ._lab_fit import ground_friction as ground_friction
+from ._lab_fit import misfit_weights as misfit_weights
 from ._lab_fit import strike_predictive as strike_predictive
 from ._pair_learn import finetune_pair as finetune_pair
 from ._pair_learn import identify_pair as identify_pair

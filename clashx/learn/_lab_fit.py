@@ -252,8 +252,7 @@ def fit_recording(
                 f"{where}: label_sigma must hold a σ >= 0 (or NaN) per strike, {events['touched'].shape}; "
                 f"got shape {label_sigma.shape}"
             )
-        sigma = np.nan_to_num(label_sigma[rows], nan=0.0)
-        weights = 1.0 / (float(stage1.loss) + sigma**2)
+        weights = misfit_weights(float(stage1.loss), label_sigma[rows])
     joint_prior = prior | {"mu2": max(mu2_std / span_mu2, config.min_slide_std)}
     joint = search(k_joint, np.asarray(stage1.params), joint_prior, weights)
     times["identify_s"] = time.perf_counter() - t0
@@ -292,6 +291,17 @@ def fit_recording(
 def _prior_std(space, prior: dict[str, float], free: tuple[str, ...] | None) -> dict[str, float | None]:
     """The joint identification's prior σ per parameter in units of its range: None where flat, 0 where fixed."""
     return {n: (0.0 if free is not None and n not in free else prior.get(n)) for n in space.names}
+
+
+def misfit_weights(misfit: float, sigma: np.ndarray) -> np.ndarray:
+    """Each label's weight in a joint identification: 1 / (the model's misfit + the label's own variance σ²).
+
+    Args:
+        misfit: the model's mean loss per label fitted with equal weights (stage 1's `loss`).
+        sigma: (n,) each label's relative σ (`clashx.events.events_label_sigma`); NaN (unknown) counts as 0, so
+            such a label's weight is the misfit's alone.
+    """
+    return 1.0 / (misfit + np.nan_to_num(np.asarray(sigma, np.float64), nan=0.0) ** 2)
 
 
 def strike_predictive(

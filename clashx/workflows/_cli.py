@@ -18,6 +18,7 @@ from ..scenes import geometry as geo
 from ..scenes import load_scene, make_scene
 from ._boundary import LEARNING_RATE, POSITIVE, POSITIVE_FLOAT, number_arg, run_guarded, seed_arg
 from ._demo import run_demo
+from ._identify_cmd import run_identify
 from ._optimize_cmd import parse_pose, read_targets, run_optimize
 from ._pair_workflow import cmd_pair
 from ._plan_cmd import cmd_plan
@@ -26,11 +27,9 @@ from ._push_cmd import cmd_train_policy
 from ._strike_workflow import (
     FAMILY_CHOICES,
     OUTSIDE,
-    is_recording,
     read_param_file,
     run_evaluate,
     run_finetune,
-    run_identify,
     run_predict,
     warn_outside,
     write_json,
@@ -121,8 +120,6 @@ def _cmd_identify(a: argparse.Namespace) -> int:
         return _cmd_pair(a)
 
     check_output(a.out, "--out")
-    if a.equal_label_weights and not is_recording(a.real):
-        raise ValueError(f"--equal-label-weights: {a.real} is an event file, weighed equally already; drop the flag")
     r = run_identify(
         a.model, a.real, a.select, a.out, family=a.family, seed=a.seed, n_starts=a.starts, outside=a.outside,
         report=_stderr, label_weights=not a.equal_label_weights,
@@ -136,6 +133,7 @@ def _cmd_identify(a: argparse.Namespace) -> int:
         for name in fit["params"]:
             print(f"{name:>10} = {fit['params'][name]:.4f} ± {fit['std'][name]:.4f}")
         print(f"fit loss {fit['loss']:.5f}")
+    print(f"labels weighed: {r['label_weights']}")
     print(f"{len(r['rows'])} strikes, {r['time_s']:.1f} s -> {a.out}")
     return 0
 
@@ -361,7 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--equal-label-weights",
         action="store_true",
-        help="on a recording, weigh the strikes' labels equally, not each by its track's σ (the default)",
+        help="weigh the strikes' labels equally, not each by its track's σ (the default on a recording and on "
+        "the event file ingested from one)",
     )
     _outside_flag(q)
     _scene_flag(q)

@@ -26,16 +26,21 @@ import numpy as np
 
 from ..core import ParamSpace
 from ..core import write_json as write_json
-from ..events import alpha_curve, atomic_savez, ingest_strike_lab, load_events, n_events, read_npz, relative_error
+from ..events import (
+    alpha_curve,
+    atomic_savez,
+    events_label_sigma,
+    ingest_strike_lab,
+    load_events,
+    n_events,
+    read_npz,
+    relative_error,
+)
 from ..learn import (
     FAMILIES,
     FinetuneConfig,
-    LabFitConfig,
     family_average,
-    family_config,
     finetune,
-    fit_family,
-    identify,
 )
 from ..scenes import geometry as geo
 from ..surrogate import (
@@ -190,8 +195,9 @@ def data_shape(path: str) -> str:
     return shape
 
 
-def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Strikes, observed velocities and row numbers of the selected touched events of an event file or recording."""
+def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Strikes, observed velocities, row numbers and each label's relative σ (NaN where the file gives none,
+    `clashx.events.events_label_sigma`) of the selected touched events of an event file or recording."""
     ev, _ = read_real(path)
     if str(ev["shape"]) != shape:
         raise ValueError(f"{path}: events of the {str(ev['shape'])!r} block; the model is for {shape!r}")
@@ -200,14 +206,15 @@ def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np
         rows = np.flatnonzero(usable)
         if len(rows) == 0:
             raise ValueError(f"{path}: no event has a post-impact velocity")
-        return ev["strike"][rows], ev["post_velocity"][rows], rows
-    rows = parse_select(select, n_events(ev), path)
-    missed = rows[~usable[rows]]
-    if len(missed):
-        raise ValueError(
-            f"{path}: row {int(missed[0])} has no post-impact velocity (the striker missed); leave it out of --select"
-        )
-    return ev["strike"][rows], ev["post_velocity"][rows], rows
+    else:
+        rows = parse_select(select, n_events(ev), path)
+        missed = rows[~usable[rows]]
+        if len(missed):
+            raise ValueError(
+                f"{path}: row {int(missed[0])} has no post-impact velocity (the striker missed); leave it out of "
+                "--select"
+            )
+    return ev["strike"][rows], ev["post_velocity"][rows], rows, events_label_sigma(ev)[rows]
 
 
 def read_params(path: str, model: AbstractSurrogate) -> np.ndarray:
@@ -333,99 +340,6 @@ def _model_name(model_dir: str | None, model: Surrogate) -> str:
     return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape}, {surrogate_family(model)})"
 
 
-def _identify_one(model, family, real, strikes, vel, rows, key, n_starts, label_weights=True) -> dict:
-    """One family's identification: {params, std, loss[, stages]} (names to values)."""
-    if is_recording(real):
-        raw = read_npz(real, "strike recording")
-        config = LabFitConfig(n_starts=n_starts, finetune=None, label_weights=label_weights)
-        fit = fit_family(raw, family, key=key, model=model, where=real, rows=rows, config=config)
-        params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
-        extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
-    else:
-        prior = dict(family_config(family).prior_std)
-        res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
-        params, std, loss, extra = np.asarray(res.params), np.asarray(res.std), float(res.loss), {}
-    if not (np.isfinite(params).all() and np.isfinite(loss)):
-        raise ValueError(
-            f"{real}: the {family} family's fit did not converge (non-finite parameters or loss); nothing was written"
-        )
-    names = model.space.names
-    out = {
-        "params": dict(zip(names, np.asarray(params, float).tolist(), strict=True)),
-        "std": dict(zip(names, np.asarray(std, float).tolist(), strict=True)),
-        "loss": float(loss),
-    }
-    return out | extra
-
-
-def run_identify(
-    model_dir: str | None,
-    real: str,
-    select: str | None,
-    out: str,
-    *,
-    family: str = "mujoco",
-    seed: int = 0,
-    n_starts: int = 16,
-    outside: float = OUTSIDE,
-    report: Callable[[str], None] | None = None,
-    label_weights: bool = True,
-) -> dict:
-    """`clashx identify`: fit the parameters on the selected strikes, write PARAMS.json; returns its content.
-
-    On an event file: `clashx.identify` on its velocities (all parameters,
-    the family's priors, `clashx.learn.family_config`).  On a recording: the
-    two-stage identification of `clashx.learn._lab_fit` on its tracks (ground
-    from the slides, impact through the surrogate, joint refinement), in
-    `family` (`clashx.learn.fit_family`).  `family="both"` identifies each of
-    `clashx.learn.FAMILIES` through its shipped surrogate and writes them all,
-    with equal weights (`clashx.fit_families`' average): `clashx evaluate` and
-    `clashx predict` then average the families' predictions.  On a recording each label
-    is weighed by its track's σ unless `label_weights` is False (`LabFitConfig.label_weights`).
-    """
-    if n_starts < 1:
-        raise ValueError(f"--starts {n_starts}: need at least one starting point (default 16)")
-    if family not in FAMILY_CHOICES:
-        raise ValueError(f"--family {family!r}: expected one of {', '.join(FAMILY_CHOICES)}")
-    if family == "both" and model_dir:
-        raise ValueError(
-            "--model with --family both: each family is identified through its shipped surrogate; identify one "
-            "family at a time (--family mujoco or compliant) to use your own run folder"
-        )
-    families = FAMILIES if family == "both" else (family,)
-    models = {f: _model_for(model_dir, real, f) for f in families}
-    shape = next(iter(models.values())).shape
-    strikes, vel, rows = load_real(real, select, shape)
-    n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
-    size = max(m.space.size for m in models.values())
-    if 3 * len(rows) < size and report is not None:
-        report(
-            f"warning: {len(rows)} strike(s) give {3 * len(rows)} numbers for {size} parameters; "
-            "most stay at their prior (see the σ); fit on more strikes"
-        )
-    t0 = time.perf_counter()
-    key = jax.random.PRNGKey(seed)
-    args = (real, strikes, vel, rows, key, n_starts, label_weights)
-    fits = {f: _identify_one(m, f, *args) | {"model": _model_name(model_dir, m)} for f, m in models.items()}
-    record = {
-        "shape": shape,
-        "family": family,
-        "events": os.path.abspath(real),
-        "rows": rows.tolist(),
-        "seed": seed,
-        "n_starts": n_starts,
-        "label_weights": "track sigma" if label_weights and is_recording(real) else "equal",
-        "outside_training_ranges": n_outside,
-        "time_s": time.perf_counter() - t0,
-    }
-    if family == "both":
-        record |= {"weights": dict.fromkeys(families, 1.0 / len(families)), "families": fits}
-    else:
-        record |= fits[family]
-    write_json(out, record)
-    return record
-
-
 def run_finetune(
     model_dir: str | None,
     real: str,
@@ -442,7 +356,7 @@ def run_finetune(
     """
     model = _model_for(model_dir, real)
     params = read_params(params_path, model)
-    strikes, vel, rows = load_real(real, select, model.shape)
+    strikes, vel, rows, _ = load_real(real, select, model.shape)
     t0 = time.perf_counter()
     config = config or FinetuneConfig()
     tuned, report = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
@@ -537,7 +451,7 @@ def run_evaluate(
         raise ValueError(f"--alpha {alpha}: expected a positive relative error bound, e.g. 0.1 (10 %)")
     shape = data_shape(real)
     fn, info = _predictor(model_dir, params_path, shape)
-    strikes, vel, rows = load_real(real, select, shape)
+    strikes, vel, rows, _ = load_real(real, select, shape)
     n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
     pred = fn(strikes)
     if not np.isfinite(pred).all():

@@ -1,0 +1,138 @@
+"""`clashx identify` on strikes: one impulse family or both, from an event file or a recording (the file-level
+step; `clashx.workflows._strike_workflow` reads the inputs, `clashx.learn` identifies)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from ..core import write_json
+from ..events import read_npz
+from ..learn import FAMILIES, LabFitConfig, family_config, fit_family, identify, misfit_weights
+from ._strike_workflow import (
+    FAMILY_CHOICES,
+    OUTSIDE,
+    _model_for,
+    _model_name,
+    count_outside,
+    input_ranges,
+    is_recording,
+    load_real,
+)
+
+
+def _identify_one(model, family, real, strikes, vel, rows, sigma, key, n_starts, label_weights=True) -> dict:
+    """One family's identification: {params, std, loss[, stages | label_weighting]} (names to values).
+
+    On an event file whose labels carry a σ (`sigma` finite somewhere) and with `label_weights`, the fit is
+    weighed as a recording's joint stage is (`clashx.learn.misfit_weights`): an equal-weight fit gives the
+    misfit, then the fit with each label weighed by 1 / (misfit + σ²)."""
+    if is_recording(real):
+        raw = read_npz(real, "strike recording")
+        config = LabFitConfig(n_starts=n_starts, finetune=None, label_weights=label_weights)
+        fit = fit_family(raw, family, key=key, model=model, where=real, rows=rows, config=config)
+        params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
+        extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
+    else:
+        prior = dict(family_config(family).prior_std)
+        res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
+        extra = {}
+        if label_weights and np.isfinite(sigma).any():
+            w_misfit = float(res.loss)
+            w = misfit_weights(w_misfit, sigma)
+            res = jax.block_until_ready(
+                identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior, weights=w)
+            )
+            extra = {"label_weighting": {"misfit": float(w_misfit), "weights": (w / w.mean()).tolist()}}
+        params, std, loss = np.asarray(res.params), np.asarray(res.std), float(res.loss)
+    if not (np.isfinite(params).all() and np.isfinite(loss)):
+        raise ValueError(
+            f"{real}: the {family} family's fit did not converge (non-finite parameters or loss); nothing was written"
+        )
+    names = model.space.names
+    out = {
+        "params": dict(zip(names, np.asarray(params, float).tolist(), strict=True)),
+        "std": dict(zip(names, np.asarray(std, float).tolist(), strict=True)),
+        "loss": float(loss),
+    }
+    return out | extra
+
+
+def run_identify(
+    model_dir: str | None,
+    real: str,
+    select: str | None,
+    out: str,
+    *,
+    family: str = "mujoco",
+    seed: int = 0,
+    n_starts: int = 16,
+    outside: float = OUTSIDE,
+    report: Callable[[str], None] | None = None,
+    label_weights: bool = True,
+) -> dict:
+    """`clashx identify`: fit the parameters on the selected strikes, write PARAMS.json; returns its content.
+
+    On an event file: `clashx.identify` on its velocities (all parameters,
+    the family's priors, `clashx.learn.family_config`).  On a recording: the
+    two-stage identification of `clashx.learn._lab_fit` on its tracks (ground
+    from the slides, impact through the surrogate, joint refinement), in
+    `family` (`clashx.learn.fit_family`).  `family="both"` identifies each of
+    `clashx.learn.FAMILIES` through its shipped surrogate and writes them all,
+    with equal weights (`clashx.fit_families`' average): `clashx evaluate` and
+    `clashx predict` then average the families' predictions.  Each label is weighed by its
+    track's σ unless `label_weights` is False: on a recording as `LabFitConfig.label_weights` does, on an event
+    file ingested from one by the σ it carries (`post_velocity_std`; `_identify_one`); an event file without σ
+    (simulated, yours) is weighed equally, and `label_weights=False` on it is refused as a flag that does nothing.
+    """
+    if n_starts < 1:
+        raise ValueError(f"--starts {n_starts}: need at least one starting point (default 16)")
+    if family not in FAMILY_CHOICES:
+        raise ValueError(f"--family {family!r}: expected one of {', '.join(FAMILY_CHOICES)}")
+    if family == "both" and model_dir:
+        raise ValueError(
+            "--model with --family both: each family is identified through its shipped surrogate; identify one "
+            "family at a time (--family mujoco or compliant) to use your own run folder"
+        )
+    families = FAMILIES if family == "both" else (family,)
+    models = {f: _model_for(model_dir, real, f) for f in families}
+    shape = next(iter(models.values())).shape
+    strikes, vel, rows, sigma = load_real(real, select, shape)
+    recording = is_recording(real)
+    if not label_weights and not recording and not np.isfinite(sigma).any():
+        raise ValueError(
+            f"--equal-label-weights: {real}'s labels carry no σ (no post_velocity_std), so they are weighed equally "
+            "already; drop the flag"
+        )
+    n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
+    size = max(m.space.size for m in models.values())
+    if 3 * len(rows) < size and report is not None:
+        report(
+            f"warning: {len(rows)} strike(s) give {3 * len(rows)} numbers for {size} parameters; "
+            "most stay at their prior (see the σ); fit on more strikes"
+        )
+    t0 = time.perf_counter()
+    key = jax.random.PRNGKey(seed)
+    args = (real, strikes, vel, rows, sigma, key, n_starts, label_weights)
+    fits = {f: _identify_one(m, f, *args) | {"model": _model_name(model_dir, m)} for f, m in models.items()}
+    record = {
+        "shape": shape,
+        "family": family,
+        "events": os.path.abspath(real),
+        "rows": rows.tolist(),
+        "seed": seed,
+        "n_starts": n_starts,
+        "label_weights": "track sigma" if label_weights and (recording or np.isfinite(sigma).any()) else "equal",
+        "outside_training_ranges": n_outside,
+        "time_s": time.perf_counter() - t0,
+    }
+    if family == "both":
+        record |= {"weights": dict.fromkeys(families, 1.0 / len(families)), "families": fits}
+    else:
+        record |= fits[family]
+    write_json(out, record)
+    return record
