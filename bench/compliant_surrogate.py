@@ -47,9 +47,10 @@ velocities (scoring only):
 * `mix`: w · mujoco + (1 − w) · compliant, w on a grid of 0, 0.1, ..., 1
   chosen by the ten fit strikes' loss (the same relative speed residuals the
   identification minimises), and `mean`: w = 1/2 fixed, `FamilyFit.predict`;
-* tried 2026-12-07, not adopted (README): `precision` and `precision_param`, per test strike the two
+* with `--combinations`, tried 2026-12-07, not adopted (README): `precision` and `precision_param`, per test strike the two
   families weighed by their own covariances (`precision_weighted`); `posterior_mean` (and per family),
-  each family's prediction averaged over 64 draws of its parameters' Laplace posterior (`posterior_mean`);
+  each family's prediction averaged over 64 draws of its parameters' Laplace posterior (`posterior_mean`; the
+  results files of 2026-12-07 drew both families' draws from one seed, now one each);
 
 and the σ per test strike (`predictive_calibration`: coverage of the 50 % and
 90 % ellipsoids, Spearman of σ and error) of MuJoCo's fit alone
@@ -174,6 +175,7 @@ def fit_one(
     *,
     min_samples: int = 0,
     true_labels: bool = False,
+    combinations: bool = False,
 ) -> dict:
     """Both families' identifications on one recording and their scores on the test strikes (module docstring)."""
     s_test, truth, _ = lab_truth(test_rec, "test")
@@ -223,12 +225,15 @@ def fit_one(
         "mujoco": predictive_calibration(both["families"]["mujoco"], u_true),
         "mean": predictive_calibration(both, u_true),
     }
-    for name, u in precision_weighted(both["families"]).items():  # per strike, by each family's own σ
-        row[name] = alpha_accuracy(u / np.array([1.0, 1.0, length]), truth, length, ALPHA)
-    post = {n: posterior_mean(f, both["families"][n]["param_cov_unit"], s_test, key) for n, f in fam.fits.items()}
-    row["posterior_mean"] = alpha_accuracy(sum(w_f * post[n] for n, w_f in fam.weights.items()), truth, length, ALPHA)
-    row["posterior_mean_mujoco"] = alpha_accuracy(post["mujoco"], truth, length, ALPHA)
-    row["posterior_mean_compliant"] = alpha_accuracy(post["compliant"], truth, length, ALPHA)
+    if combinations:  # the per-strike weightings tried and not adopted (module docstring)
+        for name, u in precision_weighted(both["families"]).items():  # per strike, by each family's own σ
+            row[name] = alpha_accuracy(u / np.array([1.0, 1.0, length]), truth, length, ALPHA)
+        post = {n: posterior_mean(f, both["families"][n]["param_cov_unit"], s_test, key + i)
+                for i, (n, f) in enumerate(fam.fits.items())}  # fmt: skip
+        mean_post = sum(w_f * post[n] for n, w_f in fam.weights.items())
+        row["posterior_mean"] = alpha_accuracy(mean_post, truth, length, ALPHA)
+        row["posterior_mean_mujoco"] = alpha_accuracy(post["mujoco"], truth, length, ALPHA)
+        row["posterior_mean_compliant"] = alpha_accuracy(post["compliant"], truth, length, ALPHA)
     return row | {
         "sigma": sigma,
         "mix_w": w, "fit_loss_mujoco": fit_loss(1.0), "fit_loss_compliant": fit_loss(0.0),
@@ -332,6 +337,7 @@ def main() -> None:
         action="store_true",
         help="weigh the fit strikes' labels equally, not by their tracks' σ (LabFitConfig.label_weights)",
     )
+    f.add_argument("--combinations", action="store_true", help="also the per-strike family weightings not adopted")
     f.add_argument("--json")
     a = ap.parse_args()
     if a.cmd == "distil":
@@ -374,7 +380,7 @@ def main() -> None:
             try:
                 row |= fit_one(
                     shape, fit_rec, test_rec, models, f"lab {lab} seed {seed} {shape}", config, a.key,
-                    min_samples=a.min_samples, true_labels=a.true_labels,
+                    min_samples=a.min_samples, true_labels=a.true_labels, combinations=a.combinations,
                 )  # fmt: skip
             except ValueError as e:  # e.g. too few measured slides to read the ground from: reported, skipped
                 print(f"lab {lab} seed {seed} {shape} skipped: {e}", flush=True)
@@ -382,24 +388,15 @@ def main() -> None:
                 continue
             rows.append(row)
             print(json.dumps(row), flush=True)
-    names = (
-        "mujoco",
-        "compliant",
-        "compliant_law",
-        "mix",
-        "mean",
-        "precision",
-        "precision_param",
-        "posterior_mean",
-        "posterior_mean_mujoco",
-        "posterior_mean_compliant",
-    )
+    names = ("mujoco", "compliant", "compliant_law", "mix", "mean")
+    if a.combinations:
+        names += ("precision", "precision_param", "posterior_mean", "posterior_mean_mujoco", "posterior_mean_compliant")
     print(f"\nα = {ALPHA} on the test strikes, mean over {len(rows)} fits ({len(skipped)} skipped), by shape:")
     shapes = sorted({r["shape"] for r in rows})
-    print(f"  {'':<14} " + " ".join(f"{s:>13}" for s in shapes) + "      all")
+    print(f"  {'':<24} " + " ".join(f"{s:>13}" for s in shapes) + "      all")
     for name in names:
         by = [np.mean([r[name] for r in rows if r["shape"] == s]) for s in shapes]
-        print(f"  {name:<14} " + " ".join(f"{v:>13.3f}" for v in by) + f" {np.mean([r[name] for r in rows]):>8.3f}")
+        print(f"  {name:<24} " + " ".join(f"{v:>13.3f}" for v in by) + f" {np.mean([r[name] for r in rows]):>8.3f}")
     for name in ("mujoco", "mean"):
         c = {k: np.mean([r["sigma"][name][k] for r in rows]) for k in ("coverage_50", "coverage_90", "spearman")}
         print(f"  σ of {name:<8} inside the 50 % / 90 % ellipsoid {c['coverage_50']:.2f} / {c['coverage_90']:.2f} "

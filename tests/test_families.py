@@ -235,11 +235,39 @@ def test_cli_identify_weighs_a_recordings_labels_unless_told_not_to(tmp_path, ca
             slope, intercept = np.polyfit(s2, 1.0 / np.asarray(w), 1)
             np.testing.assert_allclose(1.0 / np.asarray(w), slope * s2 + intercept, rtol=1e-6)
             assert slope > 0 and intercept / slope == pytest.approx(fit["label_weighting"]["misfit"], rel=1e-6)
+    # a selection out of order and with gaps: each row keeps its own σ
+    rows = [7, 2, 5, 0, 9]
+    out = tmp_path / "sel.json"
+    argv = ["identify", "--real", str(events), "--select", ",".join(map(str, rows)), "--family", "compliant"]
+    assert main(argv + ["--starts", "2", "--out", str(out)]) == 0
+    fit = json.loads(out.read_text())
+    s2 = events_label_sigma(ingested)[rows] ** 2
+    w = np.asarray(fit["label_weighting"]["weights"])
+    product = w * (fit["label_weighting"]["misfit"] + s2)  # constant: w ∝ 1 / (misfit + σ²) row by row
+    assert fit["rows"] == rows and np.ptp(s2) > 0
+    np.testing.assert_allclose(product, product[0], rtol=1e-6)
+    # rows without a track σ: a file without the column, or marked as another σ (--method sim), weighs
+    # equally and refuses the flag; a selection that mixes rows with and without σ is refused, naming them
     bare = tmp_path / "bare.npz"
     save_events(bare, {k: v for k, v in ingested.items() if k != "post_velocity_std"})
-    out = tmp_path / "never.json"
-    assert main(["identify", "--real", str(bare), "--equal-label-weights", "--out", str(out)]) == 2
-    assert "--equal-label-weights" in capsys.readouterr().err and not out.exists()
+    sim_meta = json.dumps(json.loads(str(ingested["meta"])) | {"label_sigma": None})
+    other = tmp_path / "other.npz"
+    save_events(other, ingested | {"meta": sim_meta})
+    mixed = tmp_path / "mixed.npz"
+    save_events(mixed, ingested | {"post_velocity_std": np.where(np.arange(10)[:, None] == 3, np.nan,
+                                                                 ingested["post_velocity_std"])})  # fmt: skip
+    for path in (bare, other):
+        out = tmp_path / "eq.json"
+        assert main(["identify", "--real", str(path), "--family", "compliant", "--starts", "2", "--out", str(out)]) == 0
+        assert json.loads(out.read_text())["label_weights"] == "equal"
+        assert "label_weighting" not in json.loads(out.read_text())
+        never = tmp_path / "never.json"
+        assert main(["identify", "--real", str(path), "--equal-label-weights", "--out", str(never)]) == 2
+        assert "--equal-label-weights" in capsys.readouterr().err and not never.exists()
+    never = tmp_path / "never.json"
+    assert main(["identify", "--real", str(mixed), "--out", str(never)]) == 2
+    err = capsys.readouterr().err
+    assert "rows [3]" in err and "--equal-label-weights" in err and not never.exists()
 
 
 FASTER = 1.1  # labels 30 % faster: the fit to them predicts the fit strikes this much faster at least (measured 1.16x)

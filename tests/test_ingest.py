@@ -189,6 +189,12 @@ def test_event_file_carries_each_labels_sigma(tmp_path):
     got = clashx.events.events_label_sigma(events)
     assert np.isnan(got[~touched]).all()
     np.testing.assert_allclose(got[touched], expected[touched], rtol=SIGMA_ROUND_TRIP)
+    # a label at rest has no relative σ; a file whose std is not a track σ (meta unmarked) gives none at all
+    still = events | {"post_velocity": np.where(np.arange(3)[:, None] == 0, 0.0, events["post_velocity"])}
+    assert np.isnan(clashx.events.events_label_sigma(still)[0])
+    np.testing.assert_allclose(clashx.events.events_label_sigma(still)[2], expected[2], rtol=SIGMA_ROUND_TRIP)
+    meta = events["meta"] | {"label_sigma": None}  # load_events parses it
+    assert np.isnan(clashx.events.events_label_sigma(events | {"meta": meta})).all()
 
 
 # -- recordings ------------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ from ._ingest_checks import MIN_SLIDE_SAMPLES as MIN_SLIDE_SAMPLES
 from ._ingest_checks import RELEASE_AFTER as RELEASE_AFTER
 from ._ingest_checks import REQUIRED_KEYS as REQUIRED_KEYS
 from ._ingest_checks import check_recording
-from ._label_sigma import label_std, slides_label_sigma
+from ._label_sigma import TRACK_SIGMA, label_std, slides_label_sigma
 from ._slide_model import MAX_DECELERATION as MAX_DECELERATION
 from ._slide_model import MAX_SPIN_DECELERATION as MAX_SPIN_DECELERATION
 from ._slide_model import MAX_VEER as MAX_VEER
@@ -436,6 +436,7 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
         "estimator": "stop-time slide fit with pooled prior (clashx.events._ingest_strike)",
         "noise": list(noise),
         "fit_point": point.tolist(),
+        "label_sigma": TRACK_SIGMA,
         "prior": {
             "deceleration": prior.deceleration,
             "veer": prior.veer,

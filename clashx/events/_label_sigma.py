@@ -3,7 +3,7 @@
 `ingest_strike_lab` reads a strike's velocity at release off its slide (the
 stop-time slide fit, `clashx.events._ingest_strike`).  A short slide (a slow
 strike: a few samples before the block stops) leaves the stop time, and with
-it the release speed, loosely determined.  `track_label_sigma` reads that
+it the release speed, loosely determined.  `release_speed_sigma` reads that
 looseness: the slide model's cost over a grid of stop times and veers (in
 units of the recording's pooled position noise, the file's prior terms
 included), taken as a posterior (exp(−cost/2), uniform in the stop time),
@@ -18,15 +18,23 @@ against `post_velocity_true`, which this module never reads): the error of
 Spearman correlation of 0.53-0.67; the fifth of the labels with the largest σ
 have a median error of 0.12-0.13, four to six times the better half's.
 The σ covers the translation (vx, vy) only; the spin's is not modelled.
+
+Ingestion stores it with each label (`label_std`: the event file's
+`post_velocity_std`, its meta marked `"label_sigma": TRACK_SIGMA`), and
+`events_label_sigma` reads it back, for `clashx.fit_recording` and `clashx
+identify` to weigh the labels by (`clashx.learn.misfit_weights`);
+`clashx.events.track_label_sigma` gives it from a recording directly.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import numpy as np
 
+from ..core import Float
 from ._slide_model import MAX_DECELERATION, MAX_VEER, STOP_RANGE, SlidePrior, Slides, project, slide_basis
 
 GRID_STOPS, GRID_VEERS = 200, 31  # the posterior's grid: stop times (log-spaced over the fit's range) × veers
@@ -78,8 +86,8 @@ def release_speed_sigma(
     return math.sqrt(float(np.sum(w * spread))) / max(speed, 1e-9)
 
 
-def slides_label_sigma(slides: Slides) -> np.ndarray:
-    """(N,) each strike's label's relative σ from its fitted slide (`release_speed_sigma`; NaN for a miss)."""
+def slides_label_sigma(slides: Slides) -> Float[np.ndarray, "n"]:
+    """Each strike's label's relative σ (n,) from its fitted slide (`release_speed_sigma`; NaN for a miss)."""
     out = np.full(len(slides.t_release), np.nan)
     for i, fit in zip(slides.rows, slides.fits, strict=True):
         t, pose = slides.tracks[i]
@@ -89,18 +97,34 @@ def slides_label_sigma(slides: Slides) -> np.ndarray:
     return out
 
 
-def label_std(post_velocity: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """(N, 3) `post_velocity_std` of labels whose release speed has relative σ `sigma`: σ ‖(vx, vy)‖ / √2 on
-    each of vx and vy (the spread is the speed vector's, shared by its two components), NaN for ωz (not
-    modelled) and wherever σ or the label is unknown.  `events_label_sigma` reads σ back."""
+TRACK_SIGMA = "relative σ of each label's release speed, read off its track (clashx.events._label_sigma)"
+
+
+def label_std(post_velocity: Float[np.ndarray, "n 3"], sigma: Float[np.ndarray, "n"]) -> Float[np.ndarray, "n 3"]:
+    """`post_velocity_std` (n, 3) of labels whose release speed has relative σ `sigma`.
+
+    σ ‖(vx, vy)‖ / √2 on each of vx and vy (the spread is the speed vector's, shared by its two components), NaN
+    for ωz (not modelled) and wherever σ or the label is unknown; ingestion marks the file's meta with
+    `"label_sigma": TRACK_SIGMA`, and `events_label_sigma` reads σ back.
+    """
     speed = np.linalg.norm(np.asarray(post_velocity, np.float64)[:, :2], axis=1)
     std = np.asarray(sigma, np.float64) * speed / math.sqrt(2.0)
     return np.stack([std, std, np.full_like(std, np.nan)], axis=1)
 
 
-def events_label_sigma(events: dict[str, Any]) -> np.ndarray:
-    """(N,) each label's relative σ as ingestion stored it (`label_std`): ‖std(vx, vy)‖ / ‖(vx, vy)‖, NaN where
-    the event file gives no σ (a miss, labels measured otherwise, a file without `post_velocity_std`)."""
+def events_label_sigma(events: dict[str, Any]) -> Float[np.ndarray, "n"]:
+    """Each label's relative σ (n,) as stop-time ingestion stored it (`label_std`).
+
+    ‖std(vx, vy)‖ / ‖(vx, vy)‖; NaN where the file gives no track σ: a miss, a label replaced by one measured
+    otherwise, a zero speed, and every row of a file whose meta lacks `"label_sigma": TRACK_SIGMA` (simulated
+    events, yours, or `clashx ingest --method sim`, whose `post_velocity_std` is MuJoCo's fit's, not a track σ).
+    """
+    n = len(events["post_velocity"])
+    meta = events.get("meta", {})  # parsed by `load_events`, a JSON string in a dict `validate_events` returns
+    meta = meta if isinstance(meta, dict) else json.loads(str(meta) or "{}")
+    if not isinstance(meta, dict) or meta.get("label_sigma") != TRACK_SIGMA:
+        return np.full(n, np.nan)
     std = np.asarray(events["post_velocity_std"], np.float64)[:, :2]
     speed = np.linalg.norm(np.asarray(events["post_velocity"], np.float64)[:, :2], axis=1)
-    return np.linalg.norm(std, axis=1) / np.maximum(speed, 1e-300)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(speed > 0, np.linalg.norm(std, axis=1) / speed, np.nan)

@@ -1,5 +1,5 @@
-"""The stop-time slide model's pieces that ingestion (`clashx.events._ingest_strike`) and the labels' σ
-(`clashx.events._label_sigma`) share: its bounds, the fitted quantities, the path bases and their least squares."""
+"""The stop-time slide model's pieces (`clashx.events._ingest_strike` fits it, `clashx.events._label_sigma` reads
+each label's σ off it): its constants and bounds, the fitted quantities, the path bases and their least squares."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class SlidePrior(NamedTuple):
 
 
 class SlideFit(NamedTuple):
-    """One strike's fitted slide after release (see module docs for the model)."""
+    """One strike's fitted slide after release (the model: `clashx.events._ingest_strike`'s module docs)."""
 
     velocity: np.ndarray  # (3,) vx, vy (m/s), ωz (rad/s) of the block frame's origin, block frame, at release
     yaw: float  # ψ0, yaw at release, rad (unwrapped)

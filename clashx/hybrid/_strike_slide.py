@@ -474,6 +474,7 @@ def ingest_by_simulation(
         "slide_params_std": fit.param_std,
         "chi2_dof": fit.chi2_dof,
         "iterations": fit.iterations,
+        "label_sigma": None,  # post_velocity_std is MuJoCo's fit's one-sigma, not a track σ (events_label_sigma)
     }
     events |= {"post_velocity": velocity, "release_pose": release, "post_velocity_std": std}
     events["meta"] = np.asarray(json.dumps(meta))

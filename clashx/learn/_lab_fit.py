@@ -59,6 +59,8 @@ from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
 from ._predictive import PRIOR_VAR, predictive
 
+MIN_MISFIT = 1e-12  # `misfit_weights`' floor of the equal-weight fit's loss
+
 
 @dataclasses.dataclass(frozen=True)
 class LabFitConfig:
@@ -81,7 +83,8 @@ class LabFitConfig:
             an error (True), or μ2 starts from its nominal value with the prior's spread (False:
             the first few strikes of `clashx.workflows._next_strikes.strike_loop`).
         label_weights: weigh each stop-time label in the joint identification by 1 / (stage 1's fit loss +
-            its track's σ², `clashx.events.track_label_sigma`), as `fit_recording`'s `label_sigma` does
+            its track's σ², read at ingestion: `clashx.events.events_label_sigma`), as `fit_recording`'s
+            `label_sigma` does
             (False: equal weights).  Measured on 30 ten-strike fits of three labs (README, "What the labels
             cost"); the rule has no tuned constant.
     """
@@ -293,15 +296,20 @@ def _prior_std(space, prior: dict[str, float], free: tuple[str, ...] | None) -> 
     return {n: (0.0 if free is not None and n not in free else prior.get(n)) for n in space.names}
 
 
-def misfit_weights(misfit: float, sigma: np.ndarray) -> np.ndarray:
+def misfit_weights(misfit: float, sigma: Float[np.ndarray, "n"]) -> Float[np.ndarray, "n"]:
     """Each label's weight in a joint identification: 1 / (the model's misfit + the label's own variance σ²).
 
     Args:
-        misfit: the model's mean loss per label fitted with equal weights (stage 1's `loss`).
+        misfit: the model's mean loss per label fitted with equal weights (stage 1's `loss`); floored at
+            `MIN_MISFIT`, so that labels fitted exactly do not give infinite weights.
         sigma: (n,) each label's relative σ (`clashx.events.events_label_sigma`); NaN (unknown) counts as 0, so
-            such a label's weight is the misfit's alone.
+            such a label's weight is the misfit's alone (a label measured otherwise, taken as exact).
+
+    Returns:
+        (n,) weights, unscaled (`clashx.identify` scales them to mean 1).
     """
-    return 1.0 / (misfit + np.nan_to_num(np.asarray(sigma, np.float64), nan=0.0) ** 2)
+    variance = np.nan_to_num(np.asarray(sigma, np.float64), nan=0.0) ** 2
+    return 1.0 / (max(float(misfit), MIN_MISFIT) + variance)
 
 
 def strike_predictive(

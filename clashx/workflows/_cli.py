@@ -360,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--equal-label-weights",
         action="store_true",
         help="weigh the strikes' labels equally, not each by its track's σ (the default on a recording and on "
-        "the event file ingested from one)",
+        "the event file `clashx ingest --source strike-lab` made of one)",
     )
     _outside_flag(q)
     _scene_flag(q)

@@ -10,27 +10,41 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from ..core import write_json
+from ..core import PRNGKeyArray, write_json
 from ..events import read_npz
 from ..learn import FAMILIES, LabFitConfig, family_config, fit_family, identify, misfit_weights
+from ..surrogate import Surrogate
 from ._strike_workflow import (
     FAMILY_CHOICES,
     OUTSIDE,
-    _model_for,
-    _model_name,
     count_outside,
     input_ranges,
     is_recording,
     load_real,
+    model_for,
+    model_name,
 )
 
 
-def _identify_one(model, family, real, strikes, vel, rows, sigma, key, n_starts, label_weights=True) -> dict:
+def _identify_one(
+    model: Surrogate,
+    family: str,
+    real: str,
+    *,
+    strikes: np.ndarray,
+    vel: np.ndarray,
+    rows: np.ndarray,
+    sigma: np.ndarray | None,
+    key: PRNGKeyArray,
+    n_starts: int,
+    label_weights: bool,
+) -> dict:
     """One family's identification: {params, std, loss[, stages | label_weighting]} (names to values).
 
-    On an event file whose labels carry a σ (`sigma` finite somewhere) and with `label_weights`, the fit is
-    weighed as a recording's joint stage is (`clashx.learn.misfit_weights`): an equal-weight fit gives the
-    misfit, then the fit with each label weighed by 1 / (misfit + σ²)."""
+    On an event file, `sigma` (each selected label's track σ, or None: equal weights) weighs the fit as a
+    recording's joint stage is (`clashx.learn.misfit_weights`): an equal-weight fit gives the misfit, then the
+    fit with each label weighed by 1 / (misfit + σ²).
+    """
     if is_recording(real):
         raw = read_npz(real, "strike recording")
         config = LabFitConfig(n_starts=n_starts, finetune=None, label_weights=label_weights)
@@ -41,13 +55,13 @@ def _identify_one(model, family, real, strikes, vel, rows, sigma, key, n_starts,
         prior = dict(family_config(family).prior_std)
         res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
         extra = {}
-        if label_weights and np.isfinite(sigma).any():
-            w_misfit = float(res.loss)
-            w = misfit_weights(w_misfit, sigma)
+        if sigma is not None:
+            misfit = float(res.loss)
+            w = misfit_weights(misfit, sigma)
             res = jax.block_until_ready(
                 identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior, weights=w)
             )
-            extra = {"label_weighting": {"misfit": float(w_misfit), "weights": (w / w.mean()).tolist()}}
+            extra = {"label_weighting": {"misfit": misfit, "weights": (w / w.mean()).tolist()}}
         params, std, loss = np.asarray(res.params), np.asarray(res.std), float(res.loss)
     if not (np.isfinite(params).all() and np.isfinite(loss)):
         raise ValueError(
@@ -86,8 +100,10 @@ def run_identify(
     with equal weights (`clashx.fit_families`' average): `clashx evaluate` and
     `clashx predict` then average the families' predictions.  Each label is weighed by its
     track's σ unless `label_weights` is False: on a recording as `LabFitConfig.label_weights` does, on an event
-    file ingested from one by the σ it carries (`post_velocity_std`; `_identify_one`); an event file without σ
-    (simulated, yours) is weighed equally, and `label_weights=False` on it is refused as a flag that does nothing.
+    file ingested from one by the σ it carries (`clashx.events.events_label_sigma`; `_identify_one`).  Selected
+    rows without a track σ (simulated events, yours, `--method sim`'s) are weighed equally, and
+    `label_weights=False` on them is refused as a flag that does nothing; a selection that mixes rows with and
+    without one is refused (a label without σ would count as exact), naming the rows.
     """
     if n_starts < 1:
         raise ValueError(f"--starts {n_starts}: need at least one starting point (default 16)")
@@ -99,15 +115,22 @@ def run_identify(
             "family at a time (--family mujoco or compliant) to use your own run folder"
         )
     families = FAMILIES if family == "both" else (family,)
-    models = {f: _model_for(model_dir, real, f) for f in families}
+    models = {f: model_for(model_dir, real, f) for f in families}
     shape = next(iter(models.values())).shape
     strikes, vel, rows, sigma = load_real(real, select, shape)
     recording = is_recording(real)
-    if not label_weights and not recording and not np.isfinite(sigma).any():
+    known = np.isfinite(sigma)
+    if not recording and known.any() and not known.all() and label_weights:
         raise ValueError(
-            f"--equal-label-weights: {real}'s labels carry no σ (no post_velocity_std), so they are weighed equally "
-            "already; drop the flag"
+            f"{real}: rows {rows[~known].tolist()[:5]} carry no label σ while the other selected rows do (a label "
+            "without one would count as exact); --select rows that all carry one, or pass --equal-label-weights"
         )
+    if not recording and not known.any() and not label_weights:
+        raise ValueError(
+            f"--equal-label-weights: the selected rows of {real} carry no track σ (post_velocity_std from "
+            "`clashx ingest --source strike-lab`), so their labels are weighed equally already; drop the flag"
+        )
+    weigh = label_weights and (recording or known.all())
     n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
     size = max(m.space.size for m in models.values())
     if 3 * len(rows) < size and report is not None:
@@ -117,8 +140,12 @@ def run_identify(
         )
     t0 = time.perf_counter()
     key = jax.random.PRNGKey(seed)
-    args = (real, strikes, vel, rows, sigma, key, n_starts, label_weights)
-    fits = {f: _identify_one(m, f, *args) | {"model": _model_name(model_dir, m)} for f, m in models.items()}
+    event_sigma = sigma if weigh and not recording else None
+    fits = {
+        f: _identify_one(m, f, real, strikes=strikes, vel=vel, rows=rows, sigma=event_sigma, key=key,
+                         n_starts=n_starts, label_weights=label_weights) | {"model": model_name(model_dir, m)}
+        for f, m in models.items()
+    }  # fmt: skip
     record = {
         "shape": shape,
         "family": family,
@@ -126,7 +153,7 @@ def run_identify(
         "rows": rows.tolist(),
         "seed": seed,
         "n_starts": n_starts,
-        "label_weights": "track sigma" if label_weights and (recording or np.isfinite(sigma).any()) else "equal",
+        "label_weights": "track sigma" if weigh else "equal",
         "outside_training_ranges": n_outside,
         "time_s": time.perf_counter() - t0,
     }

@@ -15,7 +15,7 @@ from ..scenes import MAX_TIME
 from ..scenes import geometry as geo
 from ..surrogate import load_or_shipped
 from ._csv import read_columns
-from ._strike_workflow import _model_name, _params_for
+from ._strike_workflow import _params_for, model_name
 
 
 def parse_pose(text: str, flag: str) -> np.ndarray:
@@ -140,7 +140,7 @@ def run_optimize(
         searches=searches,
         shape=shape,
         engine=engine,
-        model=_model_name(model_dir, model),
+        model=model_name(model_dir, model),
         params=dict(zip(model.space.names, np.asarray(params, float).tolist(), strict=True)),
         population=config.population,
         generations=config.generations,

@@ -1,4 +1,5 @@
-"""File-level steps behind the CLI: identify, fine-tune, evaluate and predict from event files or recordings.
+"""File-level steps behind the CLI: reading event files, recordings and PARAMS.json; fine-tune, evaluate and
+predict from them (`clashx identify`: `clashx.workflows._identify_cmd`).
 
 `--real` takes either an event file (`clashx ingest`, `clashx generate`, yours)
 or a strike recording (the lab's tracks, `clashx.events._ingest_strike` format): a
@@ -332,11 +333,11 @@ def read_param_file(
 FAMILY_CHOICES = (*FAMILIES, "both")  # `clashx identify --family`: one impulse family, or each with equal weights
 
 
-def _model_for(model_dir: str | None, real: str, family: str = "mujoco") -> Surrogate:
+def model_for(model_dir: str | None, real: str, family: str = "mujoco") -> Surrogate:
     return load_or_shipped(model_dir, data_shape(real), family)
 
 
-def _model_name(model_dir: str | None, model: Surrogate) -> str:
+def model_name(model_dir: str | None, model: Surrogate) -> str:
     return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape}, {surrogate_family(model)})"
 
 
@@ -354,7 +355,7 @@ def run_finetune(
 
     Writes the run folder `out`; cross-validation holds out whole strikes.
     """
-    model = _model_for(model_dir, real)
+    model = model_for(model_dir, real)
     params = read_params(params_path, model)
     strikes, vel, rows, _ = load_real(real, select, model.shape)
     t0 = time.perf_counter()
@@ -363,7 +364,7 @@ def run_finetune(
     report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": rows.tolist()}
     save_surrogate(
         out, tuned,
-        extra={"finetune": report, "base_model": _model_name(model_dir, model),
+        extra={"finetune": report, "base_model": model_name(model_dir, model),
                "params": dict(zip(model.space.names, params.tolist(), strict=True)),
                "input_ranges": input_ranges(model_dir)},
     )  # fmt: skip
