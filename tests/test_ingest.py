@@ -197,6 +197,23 @@ def test_event_file_carries_each_labels_sigma(tmp_path):
     assert np.isnan(clashx.events.events_label_sigma(events | {"meta": meta})).all()
 
 
+def test_cli_ingest_says_how_well_the_tracks_measured_the_labels(tmp_path, capsys):
+    """`clashx ingest` prints the labels' median track σ and the rows above 10 %; `--method sim` (no track σ) not."""
+    from clashx.workflows._cli import main
+    from clashx.workflows._strike_workflow import label_sigma_summary
+
+    rec = recording()
+    path = tmp_path / "rec.npz"
+    np.savez(path, **rec)
+    sigma = clashx.events.track_label_sigma(rec, "rec")
+    assert main(["ingest", "--source", "strike-lab", "--input", str(path), "--out", str(tmp_path / "e.npz")]) == 0
+    out = capsys.readouterr().out
+    assert f"median {np.nanmedian(sigma):.1%}, {int(np.sum(sigma > 0.1))} above 10%" in out
+    events = clashx.load_events(tmp_path / "e.npz")
+    unmarked = events | {"meta": events["meta"] | {"label_sigma": None}}
+    assert label_sigma_summary(unmarked) is None
+
+
 # -- recordings ------------------------------------------------------------------------------------
 
 

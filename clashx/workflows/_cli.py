@@ -27,6 +27,7 @@ from ._push_cmd import cmd_train_policy
 from ._strike_workflow import (
     FAMILY_CHOICES,
     OUTSIDE,
+    label_sigma_summary,
     read_param_file,
     run_evaluate,
     run_finetune,
@@ -80,6 +81,8 @@ def _cmd_ingest(a: argparse.Namespace) -> int:
         events = ingest_cube_tosses(a.input, impacts=a.impacts)
     save_events(a.out, events)
     print(f"{n_events(events)} {events['scene']} events from {a.input} -> {a.out}")
+    if (line := label_sigma_summary(events)) is not None:
+        print(line)
     return 0
 
 

@@ -218,6 +218,23 @@ def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np
     return ev["strike"][rows], ev["post_velocity"][rows], rows, events_label_sigma(ev)[rows]
 
 
+LOOSE_LABEL = 0.1  # `label_sigma_summary` lists the strikes whose label's σ is above this (display only)
+
+
+def label_sigma_summary(events: dict) -> str | None:
+    """A line on how well a strike event file's tracks measured its labels (`clashx ingest` prints it), or None
+    for a file whose labels carry no track σ: the median σ and the rows above `LOOSE_LABEL`, which `clashx
+    identify` weighs less."""
+    sigma = events_label_sigma(events) if str(events["scene"]) == "strike" else np.full(1, np.nan)
+    if not np.isfinite(sigma).any():
+        return None
+    loose = np.flatnonzero(sigma > LOOSE_LABEL)
+    rows = ", ".join(map(str, loose[:10])) + (", ..." if len(loose) > 10 else "")
+    return f"labels' σ read off the tracks: median {np.nanmedian(sigma):.1%}, {len(loose)} above {LOOSE_LABEL:.0%}" + (
+        f" (rows {rows}; clashx identify weighs them less)" if len(loose) else ""
+    )
+
+
 def read_params(path: str, model: AbstractSurrogate) -> np.ndarray:
     """Parameters from a PARAMS.json (written by `clashx identify`), in the model's order, checked against its prior.
 
