@@ -193,6 +193,9 @@ def test_event_file_carries_each_labels_sigma(tmp_path):
     still = events | {"post_velocity": np.where(np.arange(3)[:, None] == 0, 0.0, events["post_velocity"])}
     assert np.isnan(clashx.events.events_label_sigma(still)[0])
     np.testing.assert_allclose(clashx.events.events_label_sigma(still)[2], expected[2], rtol=SIGMA_ROUND_TRIP)
+    skipped = ingest_strike_lab(rec, "rec", label_sigma=False)  # for callers that never weigh the labels
+    assert np.isnan(skipped["post_velocity_std"]).all() and np.isnan(clashx.events.events_label_sigma(skipped)).all()
+    np.testing.assert_array_equal(skipped["post_velocity"], events["post_velocity"])
     meta = events["meta"] | {"label_sigma": None}  # load_events parses it
     assert np.isnan(clashx.events.events_label_sigma(events | {"meta": meta})).all()
 

@@ -384,13 +384,18 @@ def recording_slides(raw: dict[str, Any], where: str = "recording") -> Slides:
     return Slides(shape, rows, fits, tracks, t_release, noise, point, prior)
 
 
-def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-lab") -> dict[str, np.ndarray]:
+def ingest_strike_lab(
+    raw: dict[str, Any], where: str, *, source: str = "strike-lab", label_sigma: bool = True
+) -> dict[str, np.ndarray]:
     """Turn a strike recording (the lab's npz contents, module docs) into a strike event dict.
 
     Args:
         raw: the recording's arrays by key (module docs); `post_velocity_true` is ignored.
         where: the recording's name (its path) for error messages.
         source: the event file's `source` ("strike-lab"; "user" for your own rig).
+        label_sigma: read each label's σ off its track into `post_velocity_std` (as long again as the slide
+            fits: 1.5 s against 1.1 s for 200 strikes); False for a caller that never weighs the labels (the
+            column stays unknown, NaN).
 
     Returns:
         A validated strike event dict (`clashx.events._events` format, N rows): params
@@ -436,7 +441,7 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
         "estimator": "stop-time slide fit with pooled prior (clashx.events._ingest_strike)",
         "noise": list(noise),
         "fit_point": point.tolist(),
-        "label_sigma": TRACK_SIGMA,
+        "label_sigma": TRACK_SIGMA if label_sigma else None,
         "prior": {
             "deceleration": prior.deceleration,
             "veer": prior.veer,
@@ -450,7 +455,6 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
         "strike": np.asarray(raw["strike"], dtype=np.float64),
         "params": np.full((n, 3), np.nan),
         "post_velocity": post_velocity,
-        "post_velocity_std": label_std(post_velocity, slides_label_sigma(slides)),
         "t_touch": t_touch,
         "t_release": t_touch + RELEASE_AFTER,
         "touched": touched,
@@ -458,6 +462,8 @@ def ingest_strike_lab(raw: dict[str, Any], where: str, *, source: str = "strike-
         "rest_pose": rest_pose,
         "meta": json.dumps(meta),
     }
+    if label_sigma:  # else validate_events leaves the optional column unknown
+        events["post_velocity_std"] = label_std(post_velocity, slides_label_sigma(slides))
     return validate_events(events, where=where)
 
 

@@ -453,7 +453,7 @@ def ingest_by_simulation(
         release_pose and post_velocity_std from the simulated fit; meta["estimator"] = "sim".
     """
 
-    events = dict(ingest_strike_lab(recording, where))
+    events = dict(ingest_strike_lab(recording, where, label_sigma=False))  # its own σ replaces the tracks
     shape = str(events["shape"])
     sim = sim or make_strike_sim(shape)
     meta = json.loads(str(events["meta"]))

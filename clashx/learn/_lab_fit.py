@@ -201,10 +201,11 @@ def fit_recording(
     t0 = time.perf_counter()
     if config.labels not in ("stop-time", "sim"):
         raise ValueError(f"labels {config.labels!r}: expected 'stop-time' or 'sim'")
+    read_sigma = label_sigma is None and config.label_weights and config.labels == "stop-time"
     if config.labels == "sim" and sim is not None:
         events = ingest_by_simulation(recording, where, sim=sim)
     else:
-        events = ingest_strike_lab(recording, where)
+        events = ingest_strike_lab(recording, where, label_sigma=read_sigma)
     if labels is not None:
         labels = np.asarray(labels, np.float64)
         if labels.shape != events["post_velocity"].shape:
@@ -246,7 +247,7 @@ def fit_recording(
 
     stage1 = search(k_stage1, base, prior | {"mu2": stage1_mu2})
     weights = None
-    if label_sigma is None and config.label_weights and config.labels == "stop-time":
+    if read_sigma:
         label_sigma = events_label_sigma(events)  # ingestion's σ per label, read off its track
     if label_sigma is not None:  # each label weighed by 1 / (the model's misfit + its own variance)
         label_sigma = np.asarray(label_sigma, np.float64)

@@ -11,15 +11,14 @@ import jax
 import numpy as np
 
 from ..core import PRNGKeyArray, write_json
-from ..events import read_npz
 from ..learn import FAMILIES, LabFitConfig, family_config, fit_family, identify, misfit_weights
 from ..surrogate import Surrogate
 from ._strike_workflow import (
     FAMILY_CHOICES,
     OUTSIDE,
+    RealStrikes,
     count_outside,
     input_ranges,
-    is_recording,
     load_real,
     model_for,
     model_name,
@@ -30,10 +29,8 @@ def _identify_one(
     model: Surrogate,
     family: str,
     real: str,
+    data: RealStrikes,
     *,
-    strikes: np.ndarray,
-    vel: np.ndarray,
-    rows: np.ndarray,
     sigma: np.ndarray | None,
     key: PRNGKeyArray,
     n_starts: int,
@@ -41,26 +38,29 @@ def _identify_one(
 ) -> dict:
     """One family's identification: {params, std, loss[, stages | label_weighting]} (names to values).
 
-    On an event file, `sigma` (each selected label's track σ, or None: equal weights) weighs the fit as a
-    recording's joint stage is (`clashx.learn.misfit_weights`): an equal-weight fit gives the misfit, then the
-    fit with each label weighed by 1 / (misfit + σ²).
+    A recording is fitted from its tracks (`clashx.learn.fit_family`, its labels weighed by their σ unless
+    `label_weights` is False).  An event file's labels are fitted as they are; with `sigma` (each selected
+    label's track σ; None: equal weights) the fit is weighed as a recording's joint stage is
+    (`clashx.learn.misfit_weights`): an equal-weight fit gives the misfit, then the fit with each label weighed
+    by 1 / (misfit + σ²).
     """
-    if is_recording(real):
-        raw = read_npz(real, "strike recording")
+    if data.recording is not None:
         config = LabFitConfig(n_starts=n_starts, finetune=None, label_weights=label_weights)
-        fit = fit_family(raw, family, key=key, model=model, where=real, rows=rows, config=config)
+        fit = fit_family(data.recording, family, key=key, model=model, where=real, rows=data.rows, config=config)
         params, std, loss = fit.params, fit.std, fit.report["joint"]["loss"]
         extra = {"stages": {k: fit.report[k] for k in ("ground", "stage1", "joint", "times")}}
     else:
         prior = dict(family_config(family).prior_std)
-        res = jax.block_until_ready(identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior))
-        extra = {}
+
+        def fit_events(weights=None):
+            return jax.block_until_ready(identify(model, data.strikes, data.velocities, key=key, n_starts=n_starts,
+                                                  prior_std=prior, weights=weights))  # fmt: skip
+
+        res, extra = fit_events(), {}
         if sigma is not None:
             misfit = float(res.loss)
             w = misfit_weights(misfit, sigma)
-            res = jax.block_until_ready(
-                identify(model, strikes, vel, key=key, n_starts=n_starts, prior_std=prior, weights=w)
-            )
+            res = fit_events(w)
             extra = {"label_weighting": {"misfit": misfit, "weights": (w / w.mean()).tolist()}}
         params, std, loss = np.asarray(res.params), np.asarray(res.std), float(res.loss)
     if not (np.isfinite(params).all() and np.isfinite(loss)):
@@ -117,9 +117,9 @@ def run_identify(
     families = FAMILIES if family == "both" else (family,)
     models = {f: model_for(model_dir, real, f) for f in families}
     shape = next(iter(models.values())).shape
-    strikes, vel, rows, sigma = load_real(real, select, shape)
-    recording = is_recording(real)
-    known = np.isfinite(sigma)
+    data = load_real(real, select, shape)
+    strikes, rows, recording = data.strikes, data.rows, data.recording is not None
+    known = np.isfinite(data.label_sigma)
     if not recording and known.any() and not known.all() and label_weights:
         raise ValueError(
             f"{real}: rows {rows[~known].tolist()[:5]} carry no label σ while the other selected rows do (a label "
@@ -140,12 +140,12 @@ def run_identify(
         )
     t0 = time.perf_counter()
     key = jax.random.PRNGKey(seed)
-    event_sigma = sigma if weigh and not recording else None
+    sigma = data.label_sigma if weigh and not recording else None
     fits = {
-        f: _identify_one(m, f, real, strikes=strikes, vel=vel, rows=rows, sigma=event_sigma, key=key,
-                         n_starts=n_starts, label_weights=label_weights) | {"model": model_name(model_dir, m)}
+        f: _identify_one(m, f, real, data, sigma=sigma, key=key, n_starts=n_starts, label_weights=label_weights)
+        | {"model": model_name(model_dir, m)}
         for f, m in models.items()
-    }  # fmt: skip
+    }
     record = {
         "shape": shape,
         "family": family,

@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -161,17 +162,21 @@ def warn_outside(count: int, n: int, what: str) -> None:
         )
 
 
-def is_recording(path: str) -> bool:
-    """Whether `path` is a strike recording (tracks) rather than an event file; raises for an unreadable file."""
-    raw = read_npz(path, ".npz event file or strike recording")
+def _holds_tracks(raw: dict[str, np.ndarray]) -> bool:
+    """Whether an .npz's arrays are a strike recording (tracks) rather than an event file."""
     return "block_pose" in raw and "offsets" in raw
 
 
 def read_real(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-    """(strike events, the recording or None) of `path`: an event file as it is, a recording ingested."""
-    if is_recording(path):
-        raw = read_npz(path, "strike recording")
-        return ingest_strike_lab(raw, where=path), raw
+    """(strike events, the recording or None) of `path`: an event file as it is, a recording ingested.
+
+    A recording's labels are ingested without their σ (`ingest_strike_lab(label_sigma=False)`): the commands
+    that read them here do not weigh them, and `clashx identify` fits a recording from its tracks
+    (`clashx.learn.fit_recording`, which reads the σ itself).
+    """
+    raw = read_npz(path, ".npz event file or strike recording")
+    if _holds_tracks(raw):
+        return ingest_strike_lab(raw, where=path, label_sigma=False), raw
     return load_events(path, scene="strike"), None
 
 
@@ -196,10 +201,28 @@ def data_shape(path: str) -> str:
     return shape
 
 
-def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Strikes, observed velocities, row numbers and each label's relative σ (NaN where the file gives none,
-    `clashx.events.events_label_sigma`) of the selected touched events of an event file or recording."""
-    ev, _ = read_real(path)
+class RealStrikes(NamedTuple):
+    """The selected touched strikes of an event file or recording (`load_real`).
+
+    Attributes:
+        strikes: (n, 3) θ, θ1, v_pre.
+        velocities: (n, 3) observed post-impact velocities.
+        rows: (n,) their rows in the file.
+        label_sigma: (n,) each label's relative track σ (`clashx.events.events_label_sigma`); NaN where the file
+            gives none, and always for a recording (`read_real`).
+        recording: the recording's arrays, or None for an event file.
+    """
+
+    strikes: np.ndarray
+    velocities: np.ndarray
+    rows: np.ndarray
+    label_sigma: np.ndarray
+    recording: dict[str, np.ndarray] | None
+
+
+def load_real(path: str, select: str | None, shape: str) -> RealStrikes:
+    """The selected touched events of an event file or recording (all of them without `select`)."""
+    ev, raw = read_real(path)
     if str(ev["shape"]) != shape:
         raise ValueError(f"{path}: events of the {str(ev['shape'])!r} block; the model is for {shape!r}")
     usable = ev["touched"]  # a touched row has a finite velocity (`validate_events`)
@@ -215,7 +238,7 @@ def load_real(path: str, select: str | None, shape: str) -> tuple[np.ndarray, np
                 f"{path}: row {int(missed[0])} has no post-impact velocity (the striker missed); leave it out of "
                 "--select"
             )
-    return ev["strike"][rows], ev["post_velocity"][rows], rows, events_label_sigma(ev)[rows]
+    return RealStrikes(ev["strike"][rows], ev["post_velocity"][rows], rows, events_label_sigma(ev)[rows], raw)
 
 
 LOOSE_LABEL = 0.1  # `label_sigma_summary` lists the strikes whose label's σ is above this (display only)
@@ -374,7 +397,7 @@ def run_finetune(
     """
     model = model_for(model_dir, real)
     params = read_params(params_path, model)
-    strikes, vel, rows, _ = load_real(real, select, model.shape)
+    strikes, vel, rows, *_ = load_real(real, select, model.shape)
     t0 = time.perf_counter()
     config = config or FinetuneConfig()
     tuned, report = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
@@ -469,7 +492,7 @@ def run_evaluate(
         raise ValueError(f"--alpha {alpha}: expected a positive relative error bound, e.g. 0.1 (10 %)")
     shape = data_shape(real)
     fn, info = _predictor(model_dir, params_path, shape)
-    strikes, vel, rows, _ = load_real(real, select, shape)
+    strikes, vel, rows, *_ = load_real(real, select, shape)
     n_outside = count_outside(strikes, input_ranges(model_dir), rows, real, outside)
     pred = fn(strikes)
     if not np.isfinite(pred).all():
