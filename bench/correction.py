@@ -57,8 +57,8 @@ from cmaes import LAB_DIR, run_lab  # bench/cmaes.py: strike_lab.py in a subproc
 
 import clashx
 from clashx.core import write_json
-from clashx.events import lab_recording, relative_error, speed_vector, track_label_sigma
-from clashx.learn import LabFitConfig, fit_recording, predictive_calibration, strike_predictive
+from clashx.events import events_label_sigma, lab_recording, relative_error, speed_vector
+from clashx.learn import LabFitConfig, fit_recording, misfit_weights, predictive_calibration, strike_predictive
 from clashx.scenes import geometry as geo
 from clashx.scenes import make_strike_sim
 from clashx.workflows import lab_truth
@@ -126,7 +126,7 @@ def corrected(fit: dict, kind: str, shape: str, label_sigma: bool = False) -> di
         scales.append((float(tau), float(sig)))
     e0 = np.asarray(relative_error(fit["f_fit"], fit["y"], length))
     e1 = np.asarray(relative_error(loo, fit["y"], length))
-    w = 1.0 / (fit["misfit"] + ls**2)
+    w = misfit_weights(fit["misfit"], ls)
     return {"test": test, "loo_gain": float(1 - (w @ e1) / (w @ e0)), "loo_better": float(w @ (e1 < e0) / w.sum()),
             "loo_gain_median": float(1 - np.median(e1) / np.median(e0)), "scales": scales}  # fmt: skip
 
@@ -179,7 +179,7 @@ def fit_lab(shape: str, lab: str, seed: int, test_n: int, tmp: str, true_labels:
         "truth": truth, "f_fit": f_fit, "f_test": f_test, "out_std": np.asarray(m.out_std),
         "z_fit": (f_fit / s_fit[:, 2:] - mu) / sd, "z_test": (f_test / s_test[:, 2:] - mu) / sd,
         "h_fit": np.asarray(h(jnp.asarray(s_fit, jnp.float32))), "h_test": np.asarray(h(jnp.asarray(s_test, jnp.float32))),
-        "sigma": sigma, "label_sigma": np.nan_to_num(track_label_sigma(rec, "fit")[fit.rows], nan=0.0),
+        "sigma": sigma, "label_sigma": np.nan_to_num(events_label_sigma(fit.events)[fit.rows], nan=0.0),
         "misfit": float(fit.report["stage1"]["loss"]),
     }  # fmt: skip
 
@@ -194,7 +194,7 @@ def main() -> None:
                     help="diagnostic: the corrections learn from the fit strikes' true velocities (the identification "
                          "still from the tracks); how much of their failure is the labels' noise")  # fmt: skip
     ap.add_argument("--label-sigma", action="store_true",
-                    help="each label's track σ (track_label_sigma) in the corrections' noise and the loo gate's "
+                    help="each label's track σ (events_label_sigma) in the corrections' noise and the loo gate's "
                          "weights")  # fmt: skip
     ap.add_argument("--json")
     a = ap.parse_args()

@@ -248,8 +248,8 @@ def label_sigma_summary(events: dict) -> str | None:
     """A line on how well a strike event file's tracks measured its labels (`clashx ingest` prints it), or None
     for a file whose labels carry no track σ: the median σ and the rows above `LOOSE_LABEL`, which `clashx
     identify` weighs less."""
-    sigma = events_label_sigma(events) if str(events["scene"]) == "strike" else np.full(1, np.nan)
-    if not np.isfinite(sigma).any():
+    sigma = events_label_sigma(events) if str(events["scene"]) == "strike" else None
+    if sigma is None or not np.isfinite(sigma).any():
         return None
     loose = np.flatnonzero(sigma > LOOSE_LABEL)
     rows = ", ".join(map(str, loose[:10])) + (", ..." if len(loose) > 10 else "")
