@@ -69,14 +69,17 @@ def run_guarded(a: argparse.Namespace, command: str) -> int:
     outputs = _paths(a, OUTPUT_FLAGS)
     if a.command == "evaluate" and a.json and not a.plot:  # the α-curve goes beside the JSON
         outputs["--json (its .png)"] = os.path.splitext(a.json)[0] + ".png"
-    previous = _on_sigterm()
+    signalled: list[Terminated] = []  # the SIGTERM raised, if any (`_on_sigterm`)
+    previous = _on_sigterm(signalled)
     try:
         check_outputs_apart(outputs, _paths(a, INPUT_FLAGS) | _scene_file(a))
         with output_lock(outputs, command), block_override(getattr(a, "block_size", None)):
             return a.func(a)
     except (ValueError, RuntimeError, MemoryError, OSError) as e:
-        stop = _stop_behind(e)
-        if stop is not None:  # raised while unwinding a stop (e.g. a zip writer closed mid-entry by np.savez)
+        # raised while unwinding a stop: e.g. a zip writer closed mid-entry by np.savez, or JAX's compile cache,
+        # which reports an exception raised inside a static argument's __eq__ as a ValueError without the chain
+        stop = _stop_behind(e) or (signalled[0] if signalled else None)
+        if stop is not None:
             return _stopped(a, stop)
         if isinstance(e, MemoryError):
             message = (
@@ -124,13 +127,15 @@ def _os_message(e: OSError) -> str:
     )
 
 
-def _on_sigterm():
-    """Make SIGTERM raise `Terminated` in the main thread; returns the previous handler (None off the main thread)."""
+def _on_sigterm(signalled: list[Terminated]):
+    """Make SIGTERM raise `Terminated` in the main thread, appended to `signalled` as well (an error that swallows
+    it is still the stop's); returns the previous handler (None off the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
     def stop(signum, frame):
-        raise Terminated
+        signalled.append(Terminated())
+        raise signalled[-1]
 
     return signal.signal(signal.SIGTERM, stop)
 
