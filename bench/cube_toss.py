@@ -21,6 +21,9 @@ over its recorded frames (`clashx.workflows._cube_pipeline`):
                      clashx.scenes.rigid_cube_window) fitted by CMA-ES on every impact of the fit tosses
   clashx_families    clashx's and clashx_rigid's rollouts averaged frame by frame (positions and velocities averaged,
                      quaternions sign-aligned and normalised): the two impact families together
+  clashx_mean, clashx_rigid_mean, clashx_families_mean (with --posterior-samples N): each family's predictive
+                     mean, N rollouts per toss with the impact parameters drawn from the fit's Laplace posterior,
+                     averaged frame by frame; the two families' means averaged
   oracle_first_post  a bound, not a method: clashx's every-impact rollout from each evaluated toss's measured
                      state at the end of its first impact window (what a perfect first impact would give)
 
@@ -89,6 +92,16 @@ def main() -> None:
         action="store_true",
         help="clashx_rigid's MJX between impacts runs a cube with the rigid law's fitted inertia",
     )
+    ap.add_argument(
+        "--posterior-samples",
+        type=int,
+        default=0,
+        help="members per toss of the posterior-mean rollouts (clashx_mean, clashx_rigid_mean, clashx_families_mean;"
+        " 0: none)",
+    )
+    ap.add_argument(
+        "--posterior-noise", action="store_true", help="the posterior-mean members also draw each impact's noise τ"
+    )
     ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--plot", default=None, help="PNG of a few tosses, real against each method")
@@ -105,6 +118,8 @@ def main() -> None:
         rest_std=a.rest_std,
         rigid_joint=a.rigid_joint,
         rigid_inertia=a.rigid_inertia,
+        posterior_samples=a.posterior_samples,
+        posterior_noise=a.posterior_noise,
         methods=tuple(m.strip() for m in a.methods.split(",") if m.strip()),
     )
     print(f"device: {jax.default_backend()} ({jax.devices()[0].device_kind}); seed {a.seed}")

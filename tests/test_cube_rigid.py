@@ -163,3 +163,53 @@ def test_rigid_space_is_the_laws_box_and_its_windows_are_the_laws(corner_impact)
     p, loss = identify_handler_impacts(model, rigid_from_unit, 4, pre, got, key=jax.random.PRNGKey(2), generations=3)
     space.check(p)
     assert loss == pytest.approx(np.mean(impact_speed_errors(impact_posts(model, pre, p)[0], got)), rel=1e-5)
+
+
+NOISE_TOL = 1e-5  # float32: the speed vector moved by τ ⊙ z ‖u‖, against the same in float64
+
+
+def test_noisy_impact_moves_the_speed_vector_by_its_noise_draw(corner_impact):
+    """`NoisyImpact` with z = 0 is its handler; with z it moves u = (v, r ω world) by exactly τ ⊙ z ‖u‖."""
+    from clashx.baselines import speed_vectors
+    from clashx.workflows._cube_ensemble import NoisyImpact
+
+    params = np.array([0.4, 0.1, 0.5, 1.0])
+    tau = np.array([0.1, 0.2, 0.05, 0.3, 0.1, 0.2])
+    handler = NoisyImpact(rigid_cube_window, 4, jnp.asarray(tau, jnp.float32))
+    plain = np.asarray(window(jnp.asarray(corner_impact, jnp.float32), jnp.asarray(params, jnp.float32)))
+    same = np.asarray(handler(jnp.asarray(corner_impact, jnp.float32), jnp.asarray(np.r_[params, np.zeros(6)])))
+    np.testing.assert_allclose(same, plain, atol=NOISE_TOL)
+    z = np.array([1.0, -0.5, 2.0, 0.3, -1.0, 0.7])
+    moved = np.asarray(handler(jnp.asarray(corner_impact, jnp.float32), jnp.asarray(np.r_[params, z], jnp.float32)))
+    u = speed_vectors(plain)
+    np.testing.assert_allclose(speed_vectors(moved), u + tau * z * np.linalg.norm(u), atol=NOISE_TOL)
+    np.testing.assert_allclose(moved[:7], plain[:7], atol=0)  # pose untouched
+
+
+def test_posterior_mean_of_a_certain_fit_is_its_single_rollout():
+    """`ensemble_tosses` with no posterior spread: every member is the fitted handler's rollout, and so is their
+    mean; with a spread, the members differ and the mean lies within them."""
+    from clashx.hybrid import hybrid_tosses
+    from clashx.scenes import make_toss_sim
+    from clashx.workflows._cube_ensemble import ensemble_tosses
+
+    sim = make_toss_sim()
+    state0 = np.r_[1.0, 0, 0, 0, 0, 0, HALF + 0.1, 0, 0, 0, 0.3, 0, 0][None]
+    params, rest, n_frames = np.array([0.7, 0.0, 0.5, 1.0]), np.array([0.3, 0.01, 1.0]), 40
+    u_hat = np.asarray(rigid_to_unit(jnp.asarray(params)))
+    single = hybrid_tosses(sim, rigid_cube_window, state0, params, n_frames, rest_params=rest, every_impact=True)
+    certain = {"param_cov_unit": np.zeros((4, 4)), "tau": np.zeros(6)}
+    mean = ensemble_tosses(
+        sim, rigid_cube_window, rigid_from_unit, u_hat, certain, state0, n_frames, rest_params=rest, samples=2,
+        key=jax.random.PRNGKey(0),
+    )  # fmt: skip
+    np.testing.assert_allclose(mean, single, atol=NOISE_TOL)
+    loose = {"param_cov_unit": np.diag([0.02, 0.0, 0.0, 0.0]), "tau": np.zeros(6)}  # e_n uncertain
+    spread = ensemble_tosses(
+        sim, rigid_cube_window, rigid_from_unit, u_hat, loose, state0, n_frames, rest_params=rest, samples=2,
+        key=jax.random.PRNGKey(0),
+    )  # fmt: skip
+    assert np.abs(spread[0, :, 6] - single[0, :, 6]).max() > 1e-3  # the bounce's height moved
+    with pytest.raises(ValueError, match="at least 1 member"):
+        ensemble_tosses(sim, rigid_cube_window, rigid_from_unit, u_hat, certain, state0, n_frames, rest_params=rest,
+                        samples=0, key=jax.random.PRNGKey(0))  # fmt: skip

@@ -77,7 +77,7 @@ def test_family_config_and_bad_families():
 
 def test_cube_family_average_of_two_rotations_is_the_half_turn():
     """Rotations of 0 and 90 degrees about z average to 45 degrees, whichever sign the second quaternion has."""
-    from clashx.workflows._cube_pipeline import average_states
+    from clashx.workflows._cube_ensemble import mean_states
 
     h = np.pi / 8  # half of 45 degrees
     a = np.r_[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1, np.zeros(6)]
@@ -85,7 +85,7 @@ def test_cube_family_average_of_two_rotations_is_the_half_turn():
     for q_sign in (1.0, -1.0):
         bb = b.copy()
         bb[:4] *= q_sign
-        m = average_states(a, bb)
+        m = mean_states(np.stack([a, bb]))
         np.testing.assert_allclose(m[:4], [np.cos(h), 0.0, 0.0, np.sin(h)], atol=1e-12)
         np.testing.assert_allclose(m[4:], 0.5 * (a[4:] + b[4:]), atol=1e-12)
 

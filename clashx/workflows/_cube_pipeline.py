@@ -14,6 +14,7 @@ recorded frames and is scored by `clashx.baselines._cube_fit.trajectory_errors`:
 | `clashx_first` | the same fit | hybrid, the first impact only through the surrogate (`hybrid_toss`) |
 | `clashx_rigid` | the second impact family, the rigid impulse law (`clashx.scenes.rigid_cube_window`: restitution e_n, e_t, Coulomb μ, the cube's inertia), by CMA-ES on every impact of the fit tosses (`identify_rigid_impacts`); MJX's parameters between impacts as `clashx`'s, through this handler | hybrid, every landing after a free flight through the rigid law |
 | `clashx_families` | `clashx`'s and `clashx_rigid`'s fits | the two rollouts averaged frame by frame (`average_states`: positions and velocities averaged, quaternions sign-aligned, averaged and normalised), as `clashx.fit_families` averages the strike's two families |
+| `clashx_mean`, `clashx_rigid_mean`, `clashx_families_mean` (with `posterior_samples` > 0) | `clashx`'s and `clashx_rigid`'s fits | each family's predictive mean: `posterior_samples` rollouts per toss with the impact parameters drawn from the fit's Laplace posterior, averaged frame by frame (`clashx.workflows._cube_ensemble`); the two families' means averaged as `clashx_families` |
 | `oracle_first_post` | clashx's fit | not a method but a bound: clashx's every-impact rollout started from each evaluated toss's *measured* state at the end of its first impact window (free flight before it): what clashx would score with a perfect first impact |
 
 Post-impact α-accuracy: the state WINDOW after the first impact, as the
@@ -62,6 +63,7 @@ from ..scenes import (
     simulate_tosses_c,
 )
 from ..surrogate import load_cube_surrogate, shipped_cube_surrogate
+from ._cube_ensemble import ensemble_tosses, mean_states
 
 METHODS = (
     "mujoco_nominal", "mujoco_identified", "mjx_identified", "clashx", "clashx_first", "clashx_rigid", "clashx_families",
@@ -100,6 +102,11 @@ class CubeTossConfig:
         rigid_inertia: clashx_rigid's MJX (between impacts) runs a cube whose inertia is the rigid law's
             fit (`make_toss_sim(inertia_scale=...)`) instead of the drawing's.
         methods: which of `METHODS` to run (default: all).
+        posterior_samples: members per toss of the posterior-mean rollouts (`clashx._cube_ensemble`): with
+            n > 0, `clashx` and `clashx_rigid` are also rolled out n times with their impact parameters drawn
+            from their Laplace posterior and averaged frame by frame (`clashx_mean`, `clashx_rigid_mean`,
+            and the two averaged, `clashx_families_mean`); 0: none.
+        posterior_noise: the members also draw the impact's noise (τ per speed component, every landing).
     """
 
     tosses: str
@@ -118,6 +125,8 @@ class CubeTossConfig:
     rigid_joint: bool = False
     rigid_inertia: bool = False
     methods: tuple[str, ...] = METHODS
+    posterior_samples: int = 0
+    posterior_noise: bool = False
 
     def __post_init__(self):
         unknown = [m for m in self.methods if m not in METHODS]
@@ -133,6 +142,10 @@ class CubeTossConfig:
             raise ValueError(f"mjx_starts = {self.mjx_starts}: at least 1 start is needed")
         if self.rest_starts < 0:
             raise ValueError(f"rest_starts = {self.rest_starts}: 0 (no Levenberg-Marquardt) or more starts")
+        if self.posterior_samples < 0:
+            raise ValueError(f"--posterior-samples {self.posterior_samples}: 0 (none) or more members per toss")
+        if self.posterior_samples and "clashx_rigid" not in self.methods:
+            raise ValueError("--posterior-samples: the posterior-mean rollouts need clashx_rigid among --methods")
 
 
 def alpha_accuracies(pred_post: np.ndarray, real_post: np.ndarray) -> dict:
@@ -285,10 +298,18 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         "landings_per_toss": landings,
         "n_fit_impacts": len(fit_all["toss_id"]),
     }
-    extra["sigma"] = _sigma(
-        tuned, surrogate.space.from_unit, surrogate.space.to_unit(jnp.asarray(p_imp)), fit_all, evs, log, surrogate
-    )
+    u_cx = surrogate.space.to_unit(jnp.asarray(p_imp))
+    extra["sigma"], pred_cx = _sigma(tuned, surrogate.space.from_unit, u_cx, fit_all, evs, log, surrogate)
     record("clashx", p_imp, tracks_cx, post_cx, t_fit, extra)
+    k_mean = jax.random.fold_in(key, 11)
+    if config.posterior_samples:
+        t0 = time.perf_counter()
+        mean_cx = ensemble_tosses(
+            sim, tuned, surrogate.space.from_unit, np.asarray(u_cx), pred_cx, evs["initial_state"], n_frames,
+            rest_params=p_rest, samples=config.posterior_samples, key=k_mean, noise=config.posterior_noise,
+        )  # fmt: skip
+        timing["clashx_mean_rollout_s"] = time.perf_counter() - t0
+        record("clashx_mean", p_imp, mean_cx, post_cx, results["clashx"]["fit_s"])
     if "clashx_first" in config.methods:
         t0 = time.perf_counter()
         tracks_first = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_lm)
@@ -316,9 +337,23 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
             sim_r, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
         )
         extra = {"rest_params": p_rig_rest.tolist(), "rigid_fit_loss": rig_loss, "rigid_names": list(RIGID_NAMES)}
-        extra["sigma"] = _sigma(rigid_cube_window, rigid_from_unit, rigid_to_unit(p_rig), fit_all, evs, log)
+        u_rig = rigid_to_unit(p_rig)
+        extra["sigma"], pred_rig = _sigma(rigid_cube_window, rigid_from_unit, u_rig, fit_all, evs, log)
         post_rig_eval = impact_posts(rigid_cube_window, evs["pre_state"], p_rig)[0]
         record("clashx_rigid", p_rig, tracks_rig, post_rig_eval, t_fit, extra)
+        if config.posterior_samples:
+            t0 = time.perf_counter()
+            mean_rig = ensemble_tosses(
+                sim_r, rigid_cube_window, rigid_from_unit, np.asarray(u_rig), pred_rig, evs["initial_state"],
+                n_frames, rest_params=p_rig_rest, samples=config.posterior_samples, key=jax.random.fold_in(k_mean, 1),
+                noise=config.posterior_noise,
+            )  # fmt: skip
+            timing["clashx_rigid_mean_rollout_s"] = time.perf_counter() - t0
+            record("clashx_rigid_mean", p_rig, mean_rig, post_rig_eval, t_fit)
+            record(
+                "clashx_families_mean", p_imp, average_states(mean_cx, mean_rig),
+                average_states(post_cx, post_rig_eval), t_fit + results["clashx"]["fit_s"],
+            )  # fmt: skip
         if "clashx_families" in config.methods:  # the two families' rollouts, no fit or rollout of its own
             record(
                 "clashx_families", p_imp, average_states(tracks_cx, tracks_rig), average_states(post_cx, post_rig_eval),
@@ -350,19 +385,14 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
 
 
 def average_states(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The mean of two cube states (..., 13) (quaternion, position, then velocities): positions and velocities
-    averaged, quaternions sign-aligned to `a`'s, averaged and normalised (the chordal mean of two rotations)."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    sign = np.where(np.sum(a[..., :4] * b[..., :4], -1, keepdims=True) < 0, -1.0, 1.0)
-    q = a[..., :4] + sign * b[..., :4]
-    q = q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-12)
-    return np.concatenate([q, 0.5 * (a[..., 4:] + b[..., 4:])], -1)
+    """The mean of two cube states (..., 13), `mean_states` of the pair (the chordal mean of the rotations)."""
+    return mean_states(np.stack([np.asarray(a, np.float64), np.asarray(b, np.float64)]))
 
 
-def _sigma(impact, from_unit, u_hat, fit_all: dict, evs: dict, log, noise_from=None) -> dict:
+def _sigma(impact, from_unit, u_hat, fit_all: dict, evs: dict, log, noise_from=None) -> tuple[dict, dict]:
     """The handler's σ per evaluated toss on its first impact (`impact_predictive`, from the fit impacts only;
-    the noise from `noise_from`'s residuals, the model before fine-tuning), and how well it describes the
-    measured post-window states (`impact_calibration`)."""
+    the noise from `noise_from`'s residuals, the model before fine-tuning), how well it describes the
+    measured post-window states (`impact_calibration`), and `impact_predictive`'s dict (its posterior)."""
     pred = impact_predictive(
         impact, from_unit, np.asarray(u_hat), fit_all["pre_state"], fit_all["post_state"], evs["pre_state"],
         noise_from=noise_from,
@@ -373,7 +403,7 @@ def _sigma(impact, from_unit, u_hat, fit_all: dict, evs: dict, log, noise_from=N
         f" {cal['err_rel_median']:.3f}; inside the 50 % / 90 % ellipsoid {cal['coverage_50']:.2f} / {cal['coverage_90']:.2f};"
         f" σ-error rank correlation {cal['spearman']:.2f}"
     )
-    return cal | {"sigma_rel": pred["sigma_rel"].tolist(), "tau": pred["tau"].tolist()}
+    return cal | {"sigma_rel": pred["sigma_rel"].tolist(), "tau": pred["tau"].tolist()}, pred
 
 
 def _rest_lm(sim, post_fit, fit, fit_tracks, init, key, config: CubeTossConfig, log) -> np.ndarray:
@@ -433,10 +463,7 @@ def summary_table(result: dict) -> str:
     """The bench's table as text: every method's errors beside the published ones."""
     head = f"{'method':<19}{'pos % width':>16}{'at rest %':>14}{'rot deg':>16}{'α0.1':>7}{'α0.2':>7}"
     lines = [head, "-" * len(head)]
-    for name in METHODS:
-        r = result["methods"].get(name)
-        if r is None:
-            continue
+    for name, r in result["methods"].items():
         lines.append(
             f"{name:<19}{r['pos_pct_mean']:>8.1f} ± {r['pos_pct_std']:<5.1f}{r['rest_pct_mean']:>8.1f} ± {r['rest_pct_std']:<4.0f}"
             f"{r['rot_deg_mean']:>8.1f} ± {r['rot_deg_std']:<5.1f}{r['alpha_0.1']:>7.2f}{r['alpha_0.2']:>7.2f}"
@@ -446,10 +473,7 @@ def summary_table(result: dict) -> str:
     lines.append(
         f"{'method':<19}" + "".join(f"{'pos % @' + c:>14}" for c in cols) + "".join(f"{'rot° @' + c:>13}" for c in cols)
     )
-    for name in METHODS:
-        r = result["methods"].get(name)
-        if r is None:
-            continue
+    for name, r in result["methods"].items():
         by_pos = [r[f"pos_pct_{h}_mean"] for h in HORIZONS] + [r["pos_pct_mean"]]
         by_rot = [r[f"rot_deg_{h}_mean"] for h in HORIZONS] + [r["rot_deg_mean"]]
         lines.append(f"{name:<19}" + "".join(f"{v:>14.1f}" for v in by_pos) + "".join(f"{v:>13.1f}" for v in by_rot))
