@@ -78,6 +78,7 @@ def test_family_config_and_bad_families():
 def test_cube_family_average_of_two_rotations_is_the_half_turn():
     """Rotations of 0 and 90 degrees about z average to 45 degrees, whichever sign the second quaternion has."""
     from clashx.workflows._cube_ensemble import mean_states
+    from clashx.workflows._cube_pipeline import average_states
 
     h = np.pi / 8  # half of 45 degrees
     a = np.r_[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1, np.zeros(6)]
@@ -86,6 +87,7 @@ def test_cube_family_average_of_two_rotations_is_the_half_turn():
         bb = b.copy()
         bb[:4] *= q_sign
         m = mean_states(np.stack([a, bb]))
+        np.testing.assert_allclose(average_states(a, bb), m, atol=0)
         np.testing.assert_allclose(m[:4], [np.cos(h), 0.0, 0.0, np.sin(h)], atol=1e-12)
         np.testing.assert_allclose(m[4:], 0.5 * (a[4:] + b[4:]), atol=1e-12)
 
@@ -109,6 +111,12 @@ def test_cube_family_average_needs_both_families():
 
     with pytest.raises(ValueError, match="add clashx_rigid"):
         CubeTossConfig(tosses="tosses.npz", methods=("clashx", "clashx_families"))
+    with pytest.raises(ValueError, match="need clashx_rigid"):
+        CubeTossConfig(tosses="tosses.npz", methods=("clashx",), posterior_samples=8)
+    with pytest.raises(ValueError, match="needs --posterior-samples"):
+        CubeTossConfig(tosses="tosses.npz", posterior_noise=True)
+    with pytest.raises(ValueError, match="0 \\(none\\) or more"):
+        CubeTossConfig(tosses="tosses.npz", posterior_samples=-1)
 
 
 def test_cli_identifies_both_families_and_averages_their_predictions(tmp_path, capsys):

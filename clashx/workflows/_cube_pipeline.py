@@ -102,11 +102,13 @@ class CubeTossConfig:
         rigid_inertia: clashx_rigid's MJX (between impacts) runs a cube whose inertia is the rigid law's
             fit (`make_toss_sim(inertia_scale=...)`) instead of the drawing's.
         methods: which of `METHODS` to run (default: all).
-        posterior_samples: members per toss of the posterior-mean rollouts (`clashx._cube_ensemble`): with
-            n > 0, `clashx` and `clashx_rigid` are also rolled out n times with their impact parameters drawn
-            from their Laplace posterior and averaged frame by frame (`clashx_mean`, `clashx_rigid_mean`,
-            and the two averaged, `clashx_families_mean`); 0: none.
-        posterior_noise: the members also draw the impact's noise (τ per speed component, every landing).
+        posterior_samples: members per toss of the posterior-mean rollouts (`clashx.workflows._cube_ensemble`;
+            needs `clashx_rigid` among `methods`): with n > 0, `clashx` and `clashx_rigid` are also rolled out
+            n times with their impact parameters drawn from their Laplace posterior and averaged frame by frame
+            (`clashx_mean`, `clashx_rigid_mean`, and the two averaged, `clashx_families_mean`; their α columns
+            are their fitted handlers' first impacts, as `clashx`'s and `clashx_rigid`'s); 0: none.
+        posterior_noise: the members also draw the impact's noise (τ per speed component, one draw per member
+            held over its landings); needs `posterior_samples`.
     """
 
     tosses: str
@@ -146,6 +148,8 @@ class CubeTossConfig:
             raise ValueError(f"--posterior-samples {self.posterior_samples}: 0 (none) or more members per toss")
         if self.posterior_samples and "clashx_rigid" not in self.methods:
             raise ValueError("--posterior-samples: the posterior-mean rollouts need clashx_rigid among --methods")
+        if self.posterior_noise and not self.posterior_samples:
+            raise ValueError("--posterior-noise draws the members' noise: it needs --posterior-samples N > 0")
 
 
 def alpha_accuracies(pred_post: np.ndarray, real_post: np.ndarray) -> dict:
@@ -217,7 +221,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         )
         r = results[name]
         log(
-            f"  {name:<18} pos {r['pos_pct_mean']:5.1f} ± {r['pos_pct_std']:4.1f} % width, rest {r['rest_pct_mean']:5.1f} %,"
+            f"  {name:<20} pos {r['pos_pct_mean']:5.1f} ± {r['pos_pct_std']:4.1f} % width, rest {r['rest_pct_mean']:5.1f} %,"
             f" rot {r['rot_deg_mean']:5.1f} ± {r['rot_deg_std']:4.1f} deg, α0.1 {r['alpha_0.1']:.2f}"
         )
 
@@ -301,7 +305,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     u_cx = surrogate.space.to_unit(jnp.asarray(p_imp))
     extra["sigma"], pred_cx = _sigma(tuned, surrogate.space.from_unit, u_cx, fit_all, evs, log, surrogate)
     record("clashx", p_imp, tracks_cx, post_cx, t_fit, extra)
-    k_mean = jax.random.fold_in(key, 11)
+    k_mean = jax.random.fold_in(key, 11)  # clashx's members; fold_in(k_mean, 1) the rigid family's
     if config.posterior_samples:
         t0 = time.perf_counter()
         mean_cx = ensemble_tosses(
@@ -461,22 +465,25 @@ def _mjx_rollout_fn(n_frames: int):
 
 def summary_table(result: dict) -> str:
     """The bench's table as text: every method's errors beside the published ones."""
-    head = f"{'method':<19}{'pos % width':>16}{'at rest %':>14}{'rot deg':>16}{'α0.1':>7}{'α0.2':>7}"
+    w = max(19, 1 + max(len(name) for name in result["methods"]))
+    head = f"{'method':<{w}}{'pos % width':>16}{'at rest %':>14}{'rot deg':>16}{'α0.1':>7}{'α0.2':>7}"
     lines = [head, "-" * len(head)]
     for name, r in result["methods"].items():
         lines.append(
-            f"{name:<19}{r['pos_pct_mean']:>8.1f} ± {r['pos_pct_std']:<5.1f}{r['rest_pct_mean']:>8.1f} ± {r['rest_pct_std']:<4.0f}"
+            f"{name:<{w}}{r['pos_pct_mean']:>8.1f} ± {r['pos_pct_std']:<5.1f}{r['rest_pct_mean']:>8.1f} ± {r['rest_pct_std']:<4.0f}"
             f"{r['rot_deg_mean']:>8.1f} ± {r['rot_deg_std']:<5.1f}{r['alpha_0.1']:>7.2f}{r['alpha_0.2']:>7.2f}"
         )
     lines.append("by horizon, mean over tosses (frames from the first; whole: every recorded frame):")
     cols = [str(h) for h in HORIZONS] + ["whole"]
     lines.append(
-        f"{'method':<19}" + "".join(f"{'pos % @' + c:>14}" for c in cols) + "".join(f"{'rot° @' + c:>13}" for c in cols)
+        f"{'method':<{w}}"
+        + "".join(f"{'pos % @' + c:>14}" for c in cols)
+        + "".join(f"{'rot° @' + c:>13}" for c in cols)
     )
     for name, r in result["methods"].items():
         by_pos = [r[f"pos_pct_{h}_mean"] for h in HORIZONS] + [r["pos_pct_mean"]]
         by_rot = [r[f"rot_deg_{h}_mean"] for h in HORIZONS] + [r["rot_deg_mean"]]
-        lines.append(f"{name:<19}" + "".join(f"{v:>14.1f}" for v in by_pos) + "".join(f"{v:>13.1f}" for v in by_rot))
+        lines.append(f"{name:<{w}}" + "".join(f"{v:>14.1f}" for v in by_pos) + "".join(f"{v:>13.1f}" for v in by_rot))
     sig = [(name, r["sigma"]) for name, r in result["methods"].items() if "sigma" in r]
     if sig:
         lines.append(
