@@ -186,6 +186,16 @@ def test_noisy_impact_moves_the_speed_vector_by_its_noise_draw(corner_impact):
     np.testing.assert_allclose(moved[:7], plain[:7], atol=NOISE_TOL)  # pose untouched
 
 
+def test_with_speed_vector_inverts_speed_vector(corner_impact):
+    """A state whose velocities are set from its own speed vector is itself; from another u, its speed vector is u."""
+    from clashx.baselines import speed_vector, with_speed_vector
+
+    state = jnp.asarray(corner_impact, jnp.float32)
+    np.testing.assert_allclose(with_speed_vector(state, speed_vector(state)), state, atol=NOISE_TOL)
+    u = jnp.array([0.3, -0.2, 1.1, 0.05, 0.4, -0.3], jnp.float32)
+    np.testing.assert_allclose(speed_vector(with_speed_vector(state, u)), u, atol=NOISE_TOL)
+
+
 def test_posterior_mean_of_a_certain_fit_is_its_single_rollout():
     """`ensemble_tosses` with no posterior spread: every member is its toss's rollout through the fitted handler,
     and so is their mean (two different tosses, so that members stay with their toss); with a spread in e_n, the

@@ -26,6 +26,7 @@ from ._cube_fit import speed_vector as speed_vector
 from ._cube_fit import speed_vectors as speed_vectors
 from ._cube_fit import trajectory_errors as trajectory_errors
 from ._cube_fit import trajectory_residuals as trajectory_residuals
+from ._cube_fit import with_speed_vector as with_speed_vector
 from ._cube_sigma import impact_calibration as impact_calibration
 from ._cube_sigma import impact_predictive as impact_predictive
 from ._strike_sysid import identify_tracks_sysid as identify_tracks_sysid

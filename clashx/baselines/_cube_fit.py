@@ -371,11 +371,21 @@ def fit_between_impacts(
     return (rest[0] if impact_box is None else np.concatenate([imp[0], rest[0]])), cost, history
 
 
+GYRATION = math.sqrt(CUBE_INERTIA / CUBE_MASS)  # m: the cube's radius of gyration r = √(I/m)
+
+
 def speed_vector(state: Float[Array, "13"]) -> Float[Array, "6"]:
-    """One toss state (13,) -> its speed vector (v, r ω world) (6,), in JAX (differentiable), r = √(I/m) the
-    cube's radius of gyration."""
+    """One toss state (13,) -> its speed vector (v, r ω world) (6,), in JAX (differentiable), r = `GYRATION`."""
     w_world = quat_to_mat(state[:4]) @ state[7:10]
-    return jnp.concatenate([state[10:13], math.sqrt(CUBE_INERTIA / CUBE_MASS) * w_world])
+    return jnp.concatenate([state[10:13], GYRATION * w_world])
+
+
+def with_speed_vector(state: Float[Array, "13"], u: Float[Array, "6"]) -> Float[Array, "13"]:
+    """`state` (13,) with its velocities set from a speed vector u = (v, r ω world) (6,): `speed_vector`'s
+    inverse at the same pose, in JAX, in `state`'s dtype."""
+    state = jnp.asarray(state)
+    w_body = quat_to_mat(state[:4]).T @ (u[3:] / GYRATION)
+    return state.at[7:10].set(w_body.astype(state.dtype)).at[10:13].set(u[:3].astype(state.dtype))
 
 
 def speed_vectors(states: Float[np.ndarray, "... 13"]) -> np.ndarray:

@@ -8,6 +8,8 @@ from ._data import data_path as data_path
 from ._data import lab_recording as lab_recording
 from ._events import EventFileError as EventFileError
 from ._events import atomic_savez as atomic_savez
+from ._events import events_from_arrays as events_from_arrays
+from ._events import holds_tracks as holds_tracks
 from ._events import load_events as load_events
 from ._events import n_events as n_events
 from ._events import read_npz as read_npz

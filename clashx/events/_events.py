@@ -282,7 +282,11 @@ def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, 
     Returns a dict of arrays; `meta` is returned parsed, as a dict, under `meta`.
     """
     path = os.fspath(path)
-    raw = read_npz(path, ".npz event file")
+    return events_from_arrays(read_npz(path, ".npz event file"), path, scene)
+
+
+def events_from_arrays(raw: dict[str, np.ndarray], path: str, scene: str | None = None) -> dict[str, Any]:
+    """`load_events` on an .npz's arrays already read from `path` (named in the errors)."""
     if str(raw.get("format", "")) != FORMAT:
         raise EventFileError(f"{path}: {_not_events(raw, path)}")
     events = validate_events(raw, where=path)
@@ -294,9 +298,14 @@ def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, 
     return events
 
 
+def holds_tracks(raw: dict[str, np.ndarray]) -> bool:
+    """Whether an .npz's arrays are a strike recording (tracks) rather than an event file."""
+    return "block_pose" in raw and "offsets" in raw
+
+
 def _not_events(raw: dict[str, np.ndarray], path: str) -> str:
     """Why `raw` (an .npz's arrays without this format) is not an event file, and what to do."""
-    if "block_pose" in raw and "offsets" in raw:
+    if holds_tracks(raw):
         return (
             "a strike recording, not an event file; turn it into one with "
             f"`clashx ingest --source strike-lab --input {path} --out EVENTS.npz` and pass EVENTS.npz"

@@ -31,7 +31,9 @@ from ..core import write_json as write_json
 from ..events import (
     alpha_curve,
     atomic_savez,
+    events_from_arrays,
     events_label_sigma,
+    holds_tracks,
     ingest_strike_lab,
     load_events,
     n_events,
@@ -162,11 +164,6 @@ def warn_outside(count: int, n: int, what: str) -> None:
         )
 
 
-def _holds_tracks(raw: dict[str, np.ndarray]) -> bool:
-    """Whether an .npz's arrays are a strike recording (tracks) rather than an event file."""
-    return "block_pose" in raw and "offsets" in raw
-
-
 def read_real(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """(strike events, the recording or None) of `path`: an event file as it is, a recording ingested.
 
@@ -175,9 +172,9 @@ def read_real(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] |
     (`clashx.learn.fit_recording`, which reads the σ itself).
     """
     raw = read_npz(path, ".npz event file or strike recording")
-    if _holds_tracks(raw):
+    if holds_tracks(raw):
         return ingest_strike_lab(raw, where=path, label_sigma=False), raw
-    return load_events(path, scene="strike"), None
+    return events_from_arrays(raw, path, scene="strike"), None
 
 
 def data_shape(path: str) -> str:
