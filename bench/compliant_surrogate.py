@@ -8,9 +8,9 @@
 `distil` simulates `--n` strikes per shape with `clashx.scenes`' compliant
 family (`family_outcomes("compliant", ...)`) (Hunt-Crossley normal force, Coulomb friction; 8 parameters
 drawn uniformly from its box, SCENE.md's strike ranges) and pretrains a
-`clashx.Surrogate` on them with `clashx.pretrain` (the same recipe as the
+`clashx.StrikeSurrogate` on them with `clashx.pretrain` (the same recipe as the
 shipped MuJoCo surrogates: width 256, depth 4, mirror images), writing
-DIR/SHAPE/ (how the shipped `clashx.shipped_surrogate(shape, "compliant")`
+DIR/SHAPE/ (how the shipped `clashx.shipped_strike_surrogate(shape, "compliant")`
 were made).  The law gives the velocity at release only, so the window's
 displacement is unknown (NaN) and the surrogate learns the velocity alone.
 
@@ -364,7 +364,9 @@ def main() -> None:
                 fit_rec = slice_recording(test_rec, a.fit_offset, a.fit_offset + a.fit_strikes)
                 test_rec = slice_recording(test_rec, half, 2 * half)
             models = (
-                {"compliant": clashx.load_surrogate(os.path.join(a.models, shape), shape=shape)} if a.models else None
+                {"compliant": clashx.load_strike_surrogate(os.path.join(a.models, shape), shape=shape)}
+                if a.models
+                else None
             )
             row = {
                 "lab": lab,

@@ -27,7 +27,7 @@ import numpy as np
 from clashx.core import write_json
 from clashx.events import data_path, ingest_cube_tosses
 from clashx.hybrid import hybrid_tosses
-from clashx.scenes import make_toss_sim, rigid_cube_window
+from clashx.scenes import make_toss_scene, rigid_cube_window
 from clashx.surrogate import shipped_cube_surrogate
 
 RIGID_PARAMS = (0.4, 0.6, 0.3, 1.5)  # e_n, e_t, μ, inertia scale: inside the fitted range (README)
@@ -55,7 +55,7 @@ def main() -> None:
 
     ev = ingest_cube_tosses(data_path("contactnets_cube/tosses.npz"), impacts="all")
     states = ev["initial_state"][ev["impact"] == 0][: args.tosses]
-    sim = make_toss_sim()
+    sim = make_toss_scene()
     surrogate = shipped_cube_surrogate()
     p_mjx = sim.space.vector()
     cases = {

@@ -41,7 +41,7 @@ def random_states(n, seed=0):
 
 @pytest.fixture(scope="module")
 def sim():
-    return T.make_toss_sim()
+    return T.make_toss_scene()
 
 
 @pytest.fixture(scope="module")

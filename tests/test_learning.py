@@ -36,17 +36,17 @@ def small_model(small_data, tmp_path_factory):
 
 
 def test_save_load_round_trip_and_mismatch_errors(small_model, tmp_path):
-    model = clashx.load_surrogate(small_model, shape="square", space=clashx.make_strike_sim("square").space)
+    model = clashx.load_strike_surrogate(small_model, shape="square", space=clashx.make_strike_scene("square").space)
     s, p = jnp.array([1.0, 0.1, 0.5]), jnp.asarray(model.space.vector(mu1=0.3, mu2=0.4, e1=1.2, com_x=0.002))
-    clashx.save_surrogate(tmp_path / "copy", model)
-    again = clashx.load_surrogate(tmp_path / "copy")
+    clashx.save_strike_surrogate(tmp_path / "copy", model)
+    again = clashx.load_strike_surrogate(tmp_path / "copy")
     np.testing.assert_array_equal(np.asarray(model(s, p)), np.asarray(again(s, p)))
     with pytest.raises(ValueError, match="for the 'square' block, not 'triangle'"):
-        clashx.load_surrogate(small_model, shape="triangle")
+        clashx.load_strike_surrogate(small_model, shape="triangle")
     with pytest.raises(ValueError, match="conditioned on parameters"):
-        clashx.load_surrogate(small_model, space=clashx.cube_space())
+        clashx.load_strike_surrogate(small_model, space=clashx.cube_space())
     with pytest.raises(FileNotFoundError, match="no surrogate.json"):
-        clashx.load_surrogate(tmp_path / "nothing-here")
+        clashx.load_strike_surrogate(tmp_path / "nothing-here")
 
 
 def test_pretrain_resumes_and_refuses_other_settings(small_data, small_model):
@@ -75,7 +75,7 @@ def test_pretrain_killed_mid_run_resumes_to_the_same_weights(small_data, tmp_pat
         clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg), progress=die_after_first)
     assert json.loads((tmp_path / "cut" / "checkpoint.json").read_text())["epoch"] == 1
     clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg))
-    whole, cut = clashx.load_surrogate(tmp_path / "whole"), clashx.load_surrogate(tmp_path / "cut")
+    whole, cut = clashx.load_strike_surrogate(tmp_path / "whole"), clashx.load_strike_surrogate(tmp_path / "cut")
     for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(cut), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -119,7 +119,7 @@ def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_pat
     result = json.loads(open(out).read())
     assert (tmp_path / "eval.png").exists() and result["n_events"] == 50
     ev = clashx.load_events(data)
-    model = clashx.load_surrogate(tuned)
+    model = clashx.load_strike_surrogate(tuned)
     p = np.array([written["params"][n] for n in model.space.names])
     pred = np.asarray(clashx.predict(model, ev["strike"][10:60], p))
     expect = clashx.alpha_accuracy(pred, ev["post_velocity"][10:60], geo.characteristic_length("square"), 0.1)
@@ -143,7 +143,7 @@ def test_mirror_flips_vx_wz_dx_dyaw_and_com_x():
 
 def _surrogate_with_signal(key):
     """A random surrogate whose output depends clearly on every parameter."""
-    return clashx.make_surrogate(
+    return clashx.make_strike_surrogate(
         "square", key=key, width=32, depth=2, out_mean=[0.1, -0.8, 2.0, 0.0, -0.01, 0.02], out_std=[0.3, 0.3, 3.0] * 2
     )
 

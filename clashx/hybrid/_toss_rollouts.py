@@ -1,6 +1,6 @@
 """Cube tosses through the one hybrid rule: frames at the recordings' 148 Hz, every landing (or the first) to the handler.
 
-Thin wrappers of `clashx.hybrid.rollouts` on the cube-toss scene (`clashx.scenes.TossSim`,
+Thin wrappers of `clashx.hybrid.rollouts` on the cube-toss scene (`clashx.scenes.TossScene`,
 whose hooks say what a landing is): MJX runs the toss from its initial state, each
 landing after `MIN_FLIGHT_S` of flight closing at `MIN_CLOSING_SPEED` or more goes to
 the surrogate (`every_impact`; otherwise the first landing alone), and the frames within
@@ -19,12 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import Array, Float, in_blocks, mjx, model_world_bytes
-from ..scenes import FRAME_DT, TossSim, interpolate_states, qpos_qvel_to_state, state_to_qpos_qvel
+from ..scenes import FRAME_DT, TossScene, interpolate_states, qpos_qvel_to_state, state_to_qpos_qvel
 from ._rule import rollouts
 
 
 @eqx.filter_jit
-def _block(sim: TossSim, impact, states, params, rest_params, n_frames: int, sparse: bool = True):
+def _block(sim: TossScene, impact, states, params, rest_params, n_frames: int, sparse: bool = True):
     qpos, qvel = jax.vmap(state_to_qpos_qvel)(states)
     final, _, shown = rollouts(
         sim, impact, params, qpos, qvel, n_frames * sim.substeps, engine_params=rest_params,
@@ -35,7 +35,7 @@ def _block(sim: TossSim, impact, states, params, rest_params, n_frames: int, spa
 
 
 def hybrid_tosses(
-    sim: TossSim,
+    sim: TossScene,
     impact: Callable,
     initial_states: Float[np.ndarray, "n 13"],
     params: Float[np.ndarray, "p"] | Float[np.ndarray, "n p"],
@@ -84,7 +84,7 @@ def hybrid_tosses(
     return (frames, {"fired": fired}) if return_stats else frames
 
 
-def hybrid_toss_every(sim: TossSim, impact, initial_state, params, rest_params, n_frames: int):
+def hybrid_toss_every(sim: TossScene, impact, initial_state, params, rest_params, n_frames: int):
     """One toss's frames (n_frames, 13) with every landing after a flight through `impact`, and the landings sent."""
     frames, stats = hybrid_tosses(
         sim, impact, np.asarray(initial_state)[None], params, n_frames, rest_params=rest_params, every_impact=True,
@@ -93,13 +93,13 @@ def hybrid_toss_every(sim: TossSim, impact, initial_state, params, rest_params, 
     return frames[0], int(stats["fired"][0])
 
 
-def hybrid_toss(sim: TossSim, impact, initial_state, params, rest_params, n_frames: int):
+def hybrid_toss(sim: TossScene, impact, initial_state, params, rest_params, n_frames: int):
     """One toss's frames (n_frames, 13) with its first landing through `impact`, MJX after its window."""
     return hybrid_tosses(sim, impact, np.asarray(initial_state)[None], params, n_frames, rest_params=rest_params)[0]
 
 
 def rest_rollout(
-    sim: TossSim, start: Float[Array, "13"], t_start: Float[Array, ""], params: Float[Array, "3"], n_frames: int
+    sim: TossScene, start: Float[Array, "13"], t_start: Float[Array, ""], params: Float[Array, "3"], n_frames: int
 ) -> Float[Array, "frames 13"]:
     """Plain MJX from `start` at time `t_start`, sampled at the frames t_k = k / 148 s (k < n_frames) by interpolation.
 

@@ -30,9 +30,9 @@ import optax
 
 from ..core import PRNGKeyArray, resolve_engine
 from ..events import sample_strikes
-from ..scenes import StrikeSim, block_pose, simulate_strikes_c, simulate_strikes_mjx
+from ..scenes import StrikeScene, block_pose, simulate_strikes_c, simulate_strikes_mjx
 from ..scenes import geometry as geo
-from ..surrogate import Surrogate, release_loss, window_displacement
+from ..surrogate import StrikeSurrogate, release_loss, window_displacement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +62,7 @@ class LocalDistilConfig:
             raise ValueError(f"local distillation needs n >= 16, steps >= 0, batch >= 1, lr > 0, spread >= 0: {self}")
 
 
-def local_data(sim: StrikeSim, params: np.ndarray, *, key: PRNGKeyArray, config: LocalDistilConfig):
+def local_data(sim: StrikeScene, params: np.ndarray, *, key: PRNGKeyArray, config: LocalDistilConfig):
     """(strikes, parameters, outcomes (n, 6)) of strikes simulated around `params` (touched ones), on
     `config.engine` (MuJoCo C, or MJX in one vmap on an accelerator)."""
     k_s, k_p = jax.random.split(key)
@@ -83,13 +83,13 @@ def local_data(sim: StrikeSim, params: np.ndarray, *, key: PRNGKeyArray, config:
 
 
 def distil_locally(
-    model: Surrogate,
-    sim: StrikeSim,
+    model: StrikeSurrogate,
+    sim: StrikeScene,
     params: np.ndarray,
     *,
     key: PRNGKeyArray,
     config: LocalDistilConfig | None = None,
-) -> tuple[Surrogate, dict]:
+) -> tuple[StrikeSurrogate, dict]:
     """The surrogate refined on MuJoCo C strikes around `params` (module docstring).
 
     Returns:

@@ -38,8 +38,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core import Float, PRNGKeyArray
-from ..scenes import make_strike_sim
-from ..surrogate import Surrogate, predict, shipped_surrogate
+from ..scenes import make_strike_scene
+from ..surrogate import StrikeSurrogate, predict, shipped_strike_surrogate
 from ._lab_fit import LabFit, LabFitConfig, fit_recording, strike_predictive
 
 FAMILIES = ("mujoco", "compliant")
@@ -100,7 +100,7 @@ class FamilyFit(NamedTuple):
 
 
 def family_average(
-    members: Mapping[str, tuple[Surrogate, np.ndarray]], weights: Mapping[str, float], strikes
+    members: Mapping[str, tuple[StrikeSurrogate, np.ndarray]], weights: Mapping[str, float], strikes
 ) -> Float[np.ndarray, "n 3"]:
     """Σ w · surrogate(strikes, params) over the families `weights` names: {family: (surrogate, its parameters)}."""
     strikes = np.asarray(strikes, np.float64)
@@ -141,7 +141,7 @@ def fit_family(
     *,
     key: PRNGKeyArray,
     shape: str | None = None,
-    model: Surrogate | None = None,
+    model: StrikeSurrogate | None = None,
     where: str = "recording",
     rows: np.ndarray | None = None,
     config: LabFitConfig | None = None,
@@ -155,7 +155,7 @@ def fit_family(
         family: one of `FAMILIES`.
         key: PRNG key of the identification.
         shape: the block's shape (needed only without `model`).
-        model: the family's surrogate (default: the shipped one, `clashx.shipped_surrogate(shape, family)`); the
+        model: the family's surrogate (default: the shipped one, `clashx.shipped_strike_surrogate(shape, family)`); the
             MuJoCo family's scene is built for its parameter space.
         where: the recording's name for messages.
         rows: strikes to use (default: every touched one).
@@ -167,8 +167,8 @@ def fit_family(
     if model is None:
         if shape is None:
             raise ValueError("fit_family needs the block's shape or the family's surrogate")
-        model = shipped_surrogate(shape, family)
-    sim = make_strike_sim(model.shape, space=model.space) if family == "mujoco" else None
+        model = shipped_strike_surrogate(shape, family)
+    sim = make_strike_scene(model.shape, space=model.space) if family == "mujoco" else None
     return fit_recording(model, sim, recording, where=where, rows=rows, key=key, config=cfg, label_sigma=label_sigma,
                          labels=labels)  # fmt: skip
 
@@ -180,7 +180,7 @@ def fit_families(
     key: PRNGKeyArray,
     where: str = "recording",
     families: tuple[str, ...] = FAMILIES,
-    models: Mapping[str, Surrogate] | None = None,
+    models: Mapping[str, StrikeSurrogate] | None = None,
     config: LabFitConfig | None = None,
     label_sigma: np.ndarray | None = None,
     labels: np.ndarray | None = None,
@@ -193,7 +193,7 @@ def fit_families(
         key: PRNG key of each identification (the same for every family).
         where: the recording's name for messages.
         families: which of `FAMILIES` (at least one).
-        models: a surrogate per family (default: the shipped ones, `clashx.shipped_surrogate(shape, family)`).
+        models: a surrogate per family (default: the shipped ones, `clashx.shipped_strike_surrogate(shape, family)`).
         config: the MuJoCo family's `LabFitConfig` (the compliant one's: `family_config`).
         label_sigma: each strike's label's relative σ (`fit_recording`; e.g. `clashx.events.track_label_sigma`),
             or None.

@@ -181,7 +181,7 @@ def finetune(
     `example_loss`, in the pretrained model's units.
 
     Args:
-        model: the pretrained surrogate (the strike's `Surrogate`, the cube's `CubeSurrogate`, ...).
+        model: the pretrained surrogate (the strike's `StrikeSurrogate`, the cube's `CubeSurrogate`, ...).
         inputs, outcomes: the n real events (n ≥ 2) as the model's `example_loss` takes them:
             for the strike, strikes (n, 3) and post-impact velocities (n, 3).
         params: identified parameters (p,).

@@ -51,9 +51,9 @@ import numpy as np
 from ..core import Float, PRNGKeyArray
 from ..events import events_label_sigma, ingest_strike_lab, speed_vector
 from ..hybrid import ingest_by_simulation
-from ..scenes import StrikeSim
+from ..scenes import StrikeScene
 from ..scenes import geometry as geo
-from ..surrogate import Surrogate
+from ..surrogate import StrikeSurrogate
 from ._distil import LocalDistilConfig, distil_locally
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
@@ -125,11 +125,11 @@ class LabFit(NamedTuple):
 
     params: np.ndarray
     std: np.ndarray
-    model: Surrogate
+    model: StrikeSurrogate
     events: dict[str, np.ndarray]
     rows: np.ndarray
     report: dict[str, Any]
-    identified_model: Surrogate | None = None
+    identified_model: StrikeSurrogate | None = None
 
 
 def ground_friction(events: dict[str, np.ndarray]) -> tuple[float, float]:
@@ -153,8 +153,8 @@ def _named(space, values) -> dict[str, float]:
 
 
 def fit_recording(
-    model: Surrogate,
-    sim: StrikeSim | None,
+    model: StrikeSurrogate,
+    sim: StrikeScene | None,
     recording: dict[str, Any],
     *,
     where: str = "recording",
@@ -314,7 +314,7 @@ def misfit_weights(misfit: float, sigma: Float[np.ndarray, "n"]) -> Float[np.nda
 
 
 def strike_predictive(
-    lab: LabFit, strikes: Float[np.ndarray, "m 3"], *, model: Surrogate | None = None, noise_scale: str = "mad"
+    lab: LabFit, strikes: Float[np.ndarray, "m 3"], *, model: StrikeSurrogate | None = None, noise_scale: str = "mad"
 ) -> dict:
     """The fitted surrogate's post-impact speed vectors of `strikes` with a covariance each (`clashx.learn.predictive`).
 
@@ -350,7 +350,7 @@ def strike_predictive(
     fit_s = lab.events["strike"][lab.rows]
     y_fit = np.asarray(speed_vector(lab.events["post_velocity"][lab.rows], length))
 
-    def speeds(m: Surrogate):
+    def speeds(m: StrikeSurrogate):
         return lambda s, p: speed_vector(m(s, p), length)
 
     return predictive(

@@ -1,6 +1,6 @@
 """Pretraining the surrogate on generated collisions (CLASH step 1, "distil").
 
-`pretrain(config)` trains a `Surrogate` with optax (AdamW, cosine decay) on an
+`pretrain(config)` trains a `StrikeSurrogate` with optax (AdamW, cosine decay) on an
 event file from `clashx generate`, holding out a validation split, and writes
 the run folder:
 
@@ -28,7 +28,14 @@ import numpy as np
 from ..core import ParamSpace, write_json
 from ..events import load_events, relative_error
 from ..scenes import geometry as geo
-from ..surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
+from ..surrogate import (
+    StrikeSurrogate,
+    make_strike_surrogate,
+    mirror,
+    release_loss,
+    save_strike_surrogate,
+    window_displacement,
+)
 from ._train import files_sha256, split_indices, train_epochs, warn_small_validation
 
 
@@ -93,7 +100,7 @@ def load_training_events(path: str) -> tuple[str, ParamSpace, np.ndarray, np.nda
     return str(ev["shape"]), space, ev["strike"][keep], ev["params"][keep], outcome
 
 
-def validation_report(model: Surrogate, strikes, params, outcomes) -> dict:
+def validation_report(model: StrikeSurrogate, strikes, params, outcomes) -> dict:
     """α-accuracy (0.05, 0.1, 0.2) and median relative error of `model`'s velocities against simulated events.
 
     `outcomes` (n, 3) or (n, 6); with six columns, the median relative error of
@@ -155,7 +162,7 @@ def pretrain(
     v_tr = jnp.concatenate([jnp.asarray(vel[train]), v_m])
     p_tr = jnp.concatenate([jnp.asarray(params[train]), p_m])
     ratio = jnp.nan_to_num(v_tr / s_tr[:, 2:3])
-    model = make_surrogate(
+    model = make_strike_surrogate(
         shape, key=k_init, space=space, width=config.width, depth=config.depth,
         out_mean=jnp.mean(ratio, 0), out_std=jnp.std(ratio, 0) + 1e-6,
     )  # fmt: skip
@@ -178,6 +185,6 @@ def pretrain(
     result = {"validation": final, "n_train_events": int(len(train)), "n_val_events": int(len(val)), "history": history}
     ranges = {k: [float(strikes[:, j].min()), float(strikes[:, j].max())] for j, k in enumerate(geo.STRIKE_NAMES)}
     extra = {"pretrain": dataclasses.asdict(config), "validation": final, "input_ranges": ranges}
-    save_surrogate(run, model, extra=extra)
+    save_strike_surrogate(run, model, extra=extra)
     write_json(os.path.join(run, "metrics.json"), result)
     return result

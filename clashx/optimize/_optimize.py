@@ -33,11 +33,11 @@ from evosax.algorithms import CMA_ES
 
 from .. import hybrid as _hybrid
 from ..core import Array, Float, PRNGKeyArray, block_size, map_batched, on_host
-from ..hybrid import Handler, HybridSim, hybrid_rollout
+from ..hybrid import Handler, StrikeHybrid, strike_rollout
 from ..scenes import (
     SolverSettings,
-    StrikeSim,
-    make_strike_sim,
+    StrikeScene,
+    make_strike_scene,
     simulate_strike,
     simulate_strikes_c,
     strike_world_bytes,
@@ -251,7 +251,7 @@ def optimize_jit(
 
     Args:
         evaluate: strikes (population, 3) → rest poses (population, 3) in the start frame;
-            a JAX function (e.g. `jax.vmap` of `clashx.hybrid_rollout`), closed over its model.
+            a JAX function (e.g. `jax.vmap` of `clashx.strike_rollout`), closed over its model.
         target: the target pose in the start frame (x, y, yaw).
         config: population, generations, step size, yaw weight.
         key: PRNG key (same key, same search).
@@ -337,7 +337,7 @@ ENGINES = ("mjx-hybrid", "cpu-hybrid", "mujoco-c", "mjx", "mujoco-c-two-phase")
 class HybridEvaluator(eqx.Module):
     """Rest poses of strikes in the MJX hybrid (a pytree, so one compile serves every target)."""
 
-    hs: HybridSim
+    hs: StrikeHybrid
     handler: Handler
     params: Float[Array, "p"]
 
@@ -345,14 +345,14 @@ class HybridEvaluator(eqx.Module):
         # the batching policy's blocks, chosen when traced (one vmap on an accelerator)
         b = block_size(strikes.shape[0], world=strike_world_bytes(self.hs.sim))
         return map_batched(
-            lambda s: hybrid_rollout(self.hs, self.handler, s, self.params).rest_pose, strikes, batch_size=b
+            lambda s: strike_rollout(self.hs, self.handler, s, self.params).rest_pose, strikes, batch_size=b
         )
 
 
 class MJXEvaluator(eqx.Module):
     """Rest poses of strikes in MJX with full contact (the scene's two models and timesteps)."""
 
-    sim: StrikeSim
+    sim: StrikeScene
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
@@ -365,7 +365,7 @@ def cached_scene(sims: dict, shape: str, dt_slide: float):
 
     k = (shape, dt_slide)
     if k not in sims:
-        sims[k] = make_strike_sim(shape, SolverSettings(dt_slide=dt_slide))
+        sims[k] = make_strike_scene(shape, SolverSettings(dt_slide=dt_slide))
     return sims[k]
 
 
@@ -374,7 +374,7 @@ def cached_hybrid(sims: dict, shape: str):
 
     k = (shape, "hybrid")
     if k not in sims:
-        sims[k] = _hybrid.make_hybrid_sim(shape, sim=cached_scene(sims, shape, SolverSettings().dt_slide))
+        sims[k] = _hybrid.make_strike_hybrid(shape, sim=cached_scene(sims, shape, SolverSettings().dt_slide))
     return sims[k]
 
 
@@ -399,7 +399,7 @@ def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict 
         hs = cached_hybrid(sims, shape)
         if engine == "mjx-hybrid":
             return HybridEvaluator(hs, handler, jnp.asarray(params, jnp.float32)), True
-        return (lambda s: _hybrid.hybrid_rollouts_c(hs, handler, s, params).rest_pose), False
+        return (lambda s: _hybrid.strike_rollouts_c(hs, handler, s, params).rest_pose), False
     dt = SolverSettings().dt_contact if engine in ("mujoco-c", "mjx") else SolverSettings().dt_slide
     sim = cached_scene(sims, shape, dt)
     if engine == "mjx":
@@ -416,7 +416,7 @@ def _searches(engine, shape, params, starts, targets, config: MBOConfig, keys, h
     return optimize_many_host(evaluate, goals, config, keys=keys, progress=progress)
 
 
-def optimize(
+def optimize_strike(
     engine: str, shape: str, params, start, target, config: MBOConfig, *, key, handler=None, sims=None, progress=None
 ) -> MBOResult:
     """Find the strike that brings the block from `start` to `target` (world poses x, y, yaw) on one engine.
@@ -428,7 +428,7 @@ def optimize(
     return _first(_searches(engine, shape, params, starts, targets, config, keys, handler, sims, progress))
 
 
-def optimize_many(
+def optimize_strikes(
     engine: str,
     shape: str,
     params,
@@ -445,7 +445,7 @@ def optimize_many(
     generation's t × population rollouts in one batch (one vmap on an accelerator; MuJoCo C's threads).
 
     Target i is searched with key `jax.random.split(key, t)[i]`: the same strikes as
-    `optimize(..., start=starts[i], target=targets[i], key=jax.random.split(key, t)[i])`.
+    `optimize_strike(..., start=starts[i], target=targets[i], key=jax.random.split(key, t)[i])`.
 
     Returns:
         An `MBOResult` with a leading axis of t; rest poses are in each start pose's frame.
@@ -539,7 +539,7 @@ def identify_from_rest(
 
     Args:
         rest_of: (strikes (k, 3), params (k, p)) → rest poses (k, 3) in the start frame, on the host
-            (e.g. `clashx.hybrid_rollouts_c(...).rest_pose`, or MuJoCo C).
+            (e.g. `clashx.strike_rollouts_c(...).rest_pose`, or MuJoCo C).
         space: the `ParamSpace` of the parameters.
         params0: the first estimate (p,), e.g. from the post-impact velocities.
         strikes, rest: (n, 3) fit strikes and their observed rest poses (start frame).

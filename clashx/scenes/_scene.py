@@ -27,6 +27,7 @@ from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, model_w
 from . import _pair_state as ps
 
 APART_CAP = 1 << 30  # steps: the apart counter saturates here
+ENERGY_SLACK = 0.02  # share of the pre-impact kinetic energy a prediction may add (the energy guards' default)
 
 
 class ImpactGate(NamedTuple):
@@ -53,7 +54,7 @@ class ImpactGate(NamedTuple):
     max_impacts: int | None = None
     until: float | None = None
     rest_speed: float = 1e-3
-    energy_slack: float | None = 0.02
+    energy_slack: float | None = ENERGY_SLACK
 
 
 def touches(gate: ImpactGate, dt: float, sep_before, sep, apart_before, impacts_before, time) -> Bool[Array, "..."]:

@@ -1,7 +1,7 @@
 """What every learned impact handler is: an MLP on features of (pre-impact input, parameters), affine outputs.
 
 The learning stack (`clashx.learn`: pretraining, identification, fine-tuning) is
-written once against this interface; the strike's `Surrogate` and the cube's
+written once against this interface; the strike's `StrikeSurrogate` and the cube's
 `CubeSurrogate` are its instances.
 """
 

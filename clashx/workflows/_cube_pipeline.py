@@ -56,7 +56,7 @@ from ..scenes import (
     FRAME_DT,
     RIGID_NAMES,
     WINDOW,
-    make_toss_sim,
+    make_toss_scene,
     rigid_cube_window,
     rigid_from_unit,
     rigid_to_unit,
@@ -100,7 +100,7 @@ class CubeTossConfig:
         rigid_joint: clashx_rigid's CMA-ES refit searches the rigid law's four parameters jointly with MJX's
             three on the whole fit tosses (`fit_between_impacts(impact_box=...)`), from the impacts' fit.
         rigid_inertia: clashx_rigid's MJX (between impacts) runs a cube whose inertia is the rigid law's
-            fit (`make_toss_sim(inertia_scale=...)`) instead of the drawing's.
+            fit (`make_toss_scene(inertia_scale=...)`) instead of the drawing's.
         methods: which of `METHODS` to run (default: all).
         posterior_samples: members per toss of the posterior-mean rollouts (`clashx.workflows._cube_ensemble`;
             needs `clashx_rigid` among `methods`): with n > 0, `clashx` and `clashx_rigid` are also rolled out
@@ -204,7 +204,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         f"cube tosses: fit on {config.fit} (toss ids {fit['toss_id'].tolist()}; {len(fit_all['toss_id'])} impacts"
         f" after a free flight), evaluate on {n_eval}"
     )
-    sim = make_toss_sim()
+    sim = make_toss_scene()
     key = jax.random.PRNGKey(config.seed)
     k_id, k_ft, k_mjx, k_rest, k_between = jax.random.split(key, 5)
     results, timing = {}, {}
@@ -325,7 +325,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         k_rig, k_rig_rest, k_rig_between = jax.random.split(jax.random.fold_in(key, 7), 3)
         p_rig, rig_loss = identify_rigid_impacts(fit_all["pre_state"], fit_all["post_state"], key=k_rig)
         post_rig = impact_posts(rigid_cube_window, fit["pre_state"], p_rig)[0]
-        sim_r = make_toss_sim(sim.settings, inertia_scale=float(p_rig[3])) if config.rigid_inertia else sim
+        sim_r = make_toss_scene(sim.settings, inertia_scale=float(p_rig[3])) if config.rigid_inertia else sim
         p_rig_lm = _rest_lm(sim_r, post_rig, fit, fit_tracks, p_imp, k_rig_rest, config, log)
         p_rig_rest = p_rig_lm
         if config.rest_generations:
