@@ -133,7 +133,8 @@ def distil(shape: str, out: str, *, n: int, epochs: int, seed: int) -> dict:
         print(f"{shape}: {n} strikes simulated in {time.perf_counter() - t0:.0f} s ({int((~ok).sum())} not finite)")
     t1 = time.perf_counter()
     result = pretrain(PretrainConfig(data=data, out=os.path.join(out, shape), epochs=epochs, seed=seed))
-    val = result["validation"]
+    result.save(os.path.join(out, shape))
+    val = result.validation
     print(f"{shape}: pretrained in {time.perf_counter() - t1:.0f} s; held-out α=0.1 {val['alpha_0.1']:.3f}, "
           f"median error {val['median_rel_err']:.3f}", flush=True)  # fmt: skip
     return {"shape": shape, "simulate_s": t1 - t0, "pretrain_s": time.perf_counter() - t1, "validation": val}

@@ -137,12 +137,12 @@ def pipeline(shape: str, n: int, epochs: int, seed: int, report=print) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "sim.npz")
         t0 = time.perf_counter()
-        manifest = generate(GenerateConfig(scene="strike", shape=shape, n=n, seed=seed, out=data))
+        result = generate(GenerateConfig(scene="strike", shape=shape, n=n, seed=seed, out=data))
         t_gen = time.perf_counter() - t0
         t0 = time.perf_counter()
-        pretrain(PretrainConfig(data=data, out=os.path.join(tmp, "run"), epochs=epochs, seed=seed))
+        pretrain(PretrainConfig(data=data, epochs=epochs, seed=seed))
         t_pre = time.perf_counter() - t0
-    engine = manifest["config"]["engine"]
+    engine = result.engine
     report(f"generate {engine:20s} n={n:6d}  {n / t_gen:10.1f} /s   ({t_gen:.1f} s)")
     report(f"pretrain {'':20s} {epochs} epochs on {n}: {t_pre:.1f} s ({t_pre / epochs:.2f} s per epoch)")
     return {"generate": {"n": n, "engine": engine, "s": t_gen}, "pretrain": {"epochs": epochs, "s": t_pre}}

@@ -116,7 +116,7 @@ def test_hybrid_takes_the_rigid_law_as_its_handler():
     frames = hybrid_tosses(
         make_toss_scene(), rigid_cube_window, state0[None], params, n_frames, rest_params=np.array([0.3, 0.01, 1.0]),
         every_impact=True,
-    )[0]  # fmt: skip
+    ).frames[0]  # fmt: skip
     t = np.arange(n_frames) * FRAME_DT
     t_out = t_land + WINDOW
     v_up = float(post[12])
@@ -209,7 +209,7 @@ def test_posterior_mean_of_a_certain_fit_is_its_single_rollout():
     state0 = np.array([np.r_[1.0, 0, 0, 0, 0, 0, HALF + h, 0, 0, 0, vx, 0, 0] for h, vx in ((0.1, 0.3), (0.15, -0.2))])
     params, rest, n_frames = np.array([0.7, 0.0, 0.5, 1.0]), np.array([0.3, 0.01, 1.0]), 40
     u_hat = np.asarray(rigid_to_unit(jnp.asarray(params)))
-    single = hybrid_tosses(sim, rigid_cube_window, state0, params, n_frames, rest_params=rest, every_impact=True)
+    single = hybrid_tosses(sim, rigid_cube_window, state0, params, n_frames, rest_params=rest, every_impact=True).frames
     certain = {"param_cov_unit": np.zeros((4, 4)), "tau": np.zeros(6)}
     mean = ensemble_tosses(
         sim, rigid_cube_window, rigid_from_unit, u_hat, certain, state0, n_frames, rest_params=rest, samples=2,

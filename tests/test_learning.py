@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import chex
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,7 +34,7 @@ def small_model(small_data, tmp_path_factory):
     run = tmp_path_factory.mktemp("run") / "run"
     clashx.pretrain(
         clashx.PretrainConfig(data=str(small_data), out=str(run), epochs=3, batch_size=64, width=32, depth=2)
-    )
+    ).save(run)
     return run
 
 
@@ -54,7 +57,11 @@ def test_pretrain_resumes_and_refuses_other_settings(small_data, small_model):
     assert meta["epoch"] == 3 and len(meta["history"]) == 3
     cfg = clashx.PretrainConfig(data=str(small_data), out=str(small_model), epochs=3, batch_size=64, width=32, depth=2)
     result = clashx.pretrain(cfg)  # all epochs done: resumes at the end, trains nothing more
-    assert len(result["history"]) == 3
+    assert len(result.history) == 3 and result.n_train + result.n_val == 300
+    # the same events in memory (no file, no checkpoints) give the same weights
+    in_memory = clashx.pretrain(dataclasses.replace(cfg, data=clashx.load_events(small_data), out=None))
+    chex.assert_trees_all_equal(eqx.filter(in_memory.model, eqx.is_array), eqx.filter(result.model, eqx.is_array))
+    assert "PretrainResult(model=StrikeSurrogate(...)" in repr(in_memory) and len(repr(in_memory)) < 400
     with pytest.raises(ValueError, match="other settings"):
         clashx.pretrain(
             clashx.PretrainConfig(
@@ -65,7 +72,7 @@ def test_pretrain_resumes_and_refuses_other_settings(small_data, small_model):
 
 def test_pretrain_killed_mid_run_resumes_to_the_same_weights(small_data, tmp_path):
     cfg = dict(data=str(small_data), epochs=3, batch_size=64, width=16, depth=1)
-    clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "whole"), **cfg))
+    whole = clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "whole"), **cfg)).model
 
     def die_after_first(done, total, metrics):
         if done == 1:
@@ -74,10 +81,8 @@ def test_pretrain_killed_mid_run_resumes_to_the_same_weights(small_data, tmp_pat
     with pytest.raises(KeyboardInterrupt):
         clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg), progress=die_after_first)
     assert json.loads((tmp_path / "cut" / "checkpoint.json").read_text())["epoch"] == 1
-    clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg))
-    whole, cut = clashx.load_strike_surrogate(tmp_path / "whole"), clashx.load_strike_surrogate(tmp_path / "cut")
-    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(cut), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    cut = clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg)).model
+    chex.assert_trees_all_equal(eqx.filter(whole, eqx.is_array), eqx.filter(cut, eqx.is_array))
 
 
 def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_path, capsys):
@@ -194,11 +199,12 @@ def test_finetune_corrects_a_systematic_error_and_leaves_a_right_model_alone():
     def real(s):  # "reality": the model's outcome, 15 % faster
         return 1.15 * np.asarray(clashx.predict(model, s, params))
 
-    tuned, report = clashx.finetune(model, strikes, real(strikes), params, key=jax.random.PRNGKey(0))
+    ft = clashx.finetune(model, strikes, real(strikes), params, key=jax.random.PRNGKey(0))
+    tuned, report = ft.model, ft.to_dict()
     before = np.median(np.asarray(clashx.relative_error(clashx.predict(model, test, params), real(test), length)))
     after = np.median(np.asarray(clashx.relative_error(clashx.predict(tuned, test, params), real(test), length)))
     assert report["steps"] > 0 and after < 0.5 * before, (before, after, report["reason"])
-    same, report = clashx.finetune(
+    same = clashx.finetune(
         model, strikes, np.asarray(clashx.predict(model, strikes, params)), params, key=jax.random.PRNGKey(0)
     )
-    assert report["steps"] == 0 and "unchanged" in report["reason"]
+    assert same.steps == 0 and "unchanged" in same.reason and same.model is model

@@ -316,7 +316,7 @@ def test_ingest_real_tosses():
     for tid in np.unique(every["toss_id"][later]):  # after the toss's first impact, in order
         rows = every["t_impact"][every["toss_id"] == tid]
         assert (np.diff(rows) > T.WINDOW).all()
-    meta = json.loads(ev["meta"])
+    meta = ev.meta
     assert meta["n_tosses"] == 350
     assert len(ev["toss_id"]) >= 340, meta["skipped"]
     assert 0.97 < meta["length_scale"] < 0.99  # the README's "about 2 %"

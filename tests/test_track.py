@@ -201,7 +201,8 @@ def test_finetuning_on_tracks_corrects_a_systematic_speed_error(simulated_square
 
     # one scale error, ten exact tracks: folds of two strikes differ a lot in size, so one standard error will do
     config = FinetuneConfig(max_steps=12, lr=1e-2, scope="affine", significance=1.0)
-    tuned, report = finetune_on_tracks(slow, sim, recording, truth, key=jax.random.PRNGKey(0), config=config)
-    assert report["steps"] > 0, report["reason"]
-    assert report["cv_curve"][report["steps"]] < report["cv_curve"][0]
+    ft = finetune_on_tracks(slow, sim, recording, truth, key=jax.random.PRNGKey(0), config=config)
+    tuned = ft.model
+    assert ft.steps > 0, ft.reason
+    assert ft.cv_curve[ft.steps] < ft.cv_curve[0]
     assert error(tuned) < TRACK_FT_GAIN * error(slow), (error(tuned), error(slow), error(good))

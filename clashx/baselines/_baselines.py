@@ -33,6 +33,7 @@ from ..events import speed_residuals as metrics_speed_residuals
 from ..optimize import cmaes_in_box
 from ..scenes import StrikeScene, simulate_strike, simulate_strikes_c
 from ..scenes import geometry as geo
+from ..surrogate import MLP, make_mlp
 
 # MuJoCo's defaults for a contact pair: friction 1 (sliding) and solref (0.02, 1), i.e. damping ratio 1.
 # The time constant stays the scene's 0.005 s (SCENE.md); μ1 = μ2 = 1 and e1 = 1 are the nominal values,
@@ -389,7 +390,7 @@ class VelocityMLP(eqx.Module):
     `mlp` is trained; `scale` is an array so that a new value does not recompile.
     """
 
-    mlp: eqx.nn.MLP
+    mlp: MLP
     scale: Float[Array, ""]
     length: float = eqx.field(static=True)
 
@@ -418,7 +419,7 @@ def _init_mlp(strikes, targets, length: float, key: PRNGKeyArray, scale: float |
     targets = jnp.asarray(targets, jnp.float32)
     if scale is None:
         scale = float(jnp.sqrt(jnp.mean(jnp.sum(speed_vector(targets, length) ** 2, axis=-1))))
-    mlp = eqx.nn.MLP(4, 3, config.width, config.depth, activation=jax.nn.gelu, key=key)
+    mlp = make_mlp(4, 3, config.width, config.depth, activation=jax.nn.gelu, key=key)
     return (
         VelocityMLP(mlp=mlp, scale=jnp.asarray(max(float(scale), 1e-6), jnp.float32), length=float(length)),
         strikes,

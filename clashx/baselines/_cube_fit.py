@@ -363,7 +363,7 @@ def fit_between_impacts(
             rest_params=np.repeat(rest, n, 0),
             every_impact=True,
             block=k * n,
-        ).reshape(k, n, n_frames, 13)
+        ).frames.reshape(k, n, n_frames, 13)
         return np.array([float(jnp.sum(trajectory_residuals(f, real, mask) ** 2)) for f in frames])
 
     u0 = np.clip(np.asarray(sim.space.to_unit(jnp.asarray(rest0)), np.float64), 0.02, 0.98)

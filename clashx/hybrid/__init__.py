@@ -4,6 +4,7 @@ from ._rule import SEGMENT as SEGMENT
 from ._rule import Handler as Handler
 from ._rule import HybridState as HybridState
 from ._rule import HybridSystem as HybridSystem
+from ._rule import Rollouts as Rollouts
 from ._rule import RuleState as RuleState
 from ._rule import full_rollouts_c as full_rollouts_c
 from ._rule import hybrid_step as hybrid_step
@@ -29,6 +30,7 @@ from ._strike_track import hybrid_track as hybrid_track
 from ._strike_track import pose_loss as pose_loss
 from ._strike_track import track_from_release as track_from_release
 from ._strike_track import track_loss as track_loss
+from ._toss_rollouts import TossFrames as TossFrames
 from ._toss_rollouts import hybrid_toss as hybrid_toss
 from ._toss_rollouts import hybrid_toss_every as hybrid_toss_every
 from ._toss_rollouts import hybrid_tosses as hybrid_tosses

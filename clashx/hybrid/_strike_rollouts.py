@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Bool, Float, block_size, map_batched, mjx, spread
+from ..core import Array, Bool, Float, block_size, map_batched, mjx, short_repr, spread
 from ..core import batch as _batch
 from ..scenes import (
     MAX_TIME,
@@ -72,6 +72,9 @@ class StrikeHybrid(eqx.Module):
     @property
     def shape(self) -> str:
         return self.sim.shape
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def make_strike_hybrid(
@@ -134,6 +137,9 @@ class StrikeHybridResult(eqx.Module):
     touched: Bool[Array, ""]
     clamped: Bool[Array, ""]
     strike: Float[Array, "3"]
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def _result(bodies: StrikeBodies, handler: Handler, params, qpos, impacts, pre, post, t_first) -> StrikeHybridResult:
@@ -236,10 +242,11 @@ def strike_rollouts_c(
     params = np.broadcast_to(np.asarray(params, np.float64), (n, hs.sim.space.size)).copy()
     q0, v0 = (np.asarray(a, np.float64) for a in initial_states_batch(hs.lite, jnp.asarray(strikes)))
     batch = _batch.make_batch(hs.sim.mj_slide_model(), hs.sim.space, hs.sim.slide_rows, params, nsim=n, nthread=nthread)
-    q, v, info = rollouts_c(hs.lite, handler, params, q0, v0, hs.n_steps, until_rest=False, batch=batch)
+    ended = rollouts_c(hs.lite, handler, params, q0, v0, hs.n_steps, until_rest=False, batch=batch)
+    q, v = ended.qpos, ended.qvel
     t_rel = np.full(n, hs.n_steps * hs.dt)
     q_end = slide_to_rest_c(hs.lite, params, q, v, t_rel, dt=hs.dt_after, batch=batch)  # the same batch goes on
-    r: RuleState = info["rule"]
+    r: RuleState = ended.rule
     out = _results(hs.lite.bodies, handler, jnp.asarray(params), jnp.asarray(q_end), jnp.asarray(r.impacts), r.pre, r.post,
                    r.t_first)  # fmt: skip
     return jax.tree.map(lambda a: np.asarray(a, np.float64) if a.dtype.kind == "f" else np.asarray(a), out)

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import batch as _batch
-from ..events import ingest_strike_lab, validate_events
+from ..events import ingest_strike_lab, meta_dict, validate_events
 from ..scenes import RELEASE_AFTER, StrikeScene, block_pose, contact_phase_c, make_strike_scene, slide_c
 from ..scenes import geometry as geo
 from ._strike_track import Query, place_track  # the one track rule, also MJX's
@@ -456,7 +456,7 @@ def ingest_by_simulation(
     events = dict(ingest_strike_lab(recording, where, label_sigma=False))  # its own σ replaces the tracks
     shape = str(events["shape"])
     sim = sim or make_strike_scene(shape)
-    meta = json.loads(str(events["meta"]))
+    meta = meta_dict(events)
     rows = np.flatnonzero(events["touched"] & np.isfinite(events["post_velocity"]).all(1))
     tracks, states = slide_tracks(recording, events, rows)
     decel = meta["prior"]["deceleration"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -28,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core import PRNGKeyArray, resolve_engine
+from ..core import PRNGKeyArray, Result, resolve_engine
 from ..events import sample_strikes
 from ..scenes import StrikeScene, block_pose, simulate_strikes_c, simulate_strikes_mjx
 from ..scenes import geometry as geo
@@ -82,6 +83,29 @@ def local_data(sim: StrikeScene, params: np.ndarray, *, key: PRNGKeyArray, confi
     return strikes[ok], p[ok], np.concatenate([post, disp], 1)
 
 
+@dataclasses.dataclass(frozen=True, repr=False)
+class DistilResult(Result):
+    """What `distil_locally` returns.
+
+    Attributes:
+        model: the refined surrogate.
+        strikes: MuJoCo strikes simulated around the parameters.
+        engine: the engine that simulated them.
+        loss_before, loss_after: the release loss on those strikes before and after.
+        simulate_s, train_s: the time spent simulating and training (s).
+        config: the settings, as JSON.
+    """
+
+    model: StrikeSurrogate
+    strikes: int
+    engine: str
+    loss_before: float
+    loss_after: float
+    simulate_s: float
+    train_s: float
+    config: dict[str, Any]
+
+
 def distil_locally(
     model: StrikeSurrogate,
     sim: StrikeScene,
@@ -89,11 +113,11 @@ def distil_locally(
     *,
     key: PRNGKeyArray,
     config: LocalDistilConfig | None = None,
-) -> tuple[StrikeSurrogate, dict]:
+) -> DistilResult:
     """The surrogate refined on MuJoCo C strikes around `params` (module docstring).
 
     Returns:
-        (refined model, report with the loss before and after on the local strikes and the timings).
+        A `DistilResult`: the refined model, its loss before and after on the local strikes, the timings.
     """
     config = config or LocalDistilConfig()
     k_data, k_steps = jax.random.split(key)
@@ -104,15 +128,10 @@ def distil_locally(
     length = geo.characteristic_length(model.shape)
     t0 = time.perf_counter()
     tuned, before, after = _train(model, s, p, out, k_steps, config, length)
-    return tuned, {
-        "strikes": int(len(strikes)),
-        "engine": resolve_engine(config.engine, cpu="c", accelerator="mjx"),
-        "loss_before": float(before),
-        "loss_after": float(after),
-        "simulate_s": t_sim,
-        "train_s": time.perf_counter() - t0,
-        "config": dataclasses.asdict(config),
-    }
+    return DistilResult(
+        tuned, int(len(strikes)), resolve_engine(config.engine, cpu="c", accelerator="mjx"), float(before),
+        float(after), t_sim, time.perf_counter() - t0, dataclasses.asdict(config),
+    )  # fmt: skip
 
 
 @eqx.filter_jit

@@ -32,12 +32,14 @@ MuJoCo family's surrogate; the average is for predicting the impact.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import Float, PRNGKeyArray
+from ..core import Float, PRNGKeyArray, short_repr
+from ..events import recording_arrays
 from ..scenes import make_strike_scene
 from ..surrogate import StrikeSurrogate, predict, shipped_strike_surrogate
 from ._lab_fit import LabFit, LabFitConfig, fit_recording, strike_predictive
@@ -97,6 +99,9 @@ class FamilyFit(NamedTuple):
     def report(self) -> dict[str, Any]:
         """Each family's `LabFit.report` and the weights, JSON-able."""
         return {"weights": self.weights} | {name: fit.report for name, fit in self.fits.items()}
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def family_average(
@@ -174,7 +179,7 @@ def fit_family(
 
 
 def fit_families(
-    recording: dict[str, Any],
+    recording: str | os.PathLike | Mapping[str, Any],
     shape: str,
     *,
     key: PRNGKeyArray,
@@ -188,7 +193,8 @@ def fit_families(
     """Identify a strike recording in each of `families` (`fit_family`) and weigh their predictions equally.
 
     Args:
-        recording: the recording's arrays (`clashx.events._ingest_strike` format).
+        recording: the recording: its file (e.g. `clashx.lab_recording("square", "fit")`) or its arrays
+            (`clashx.events._ingest_strike` format).
         shape: the block's shape.
         key: PRNG key of each identification (the same for every family).
         where: the recording's name for messages.
@@ -205,6 +211,7 @@ def fit_families(
     if not families or len(set(families)) != len(families):
         raise ValueError(f"families {families!r}: name each of {', '.join(FAMILIES)} at most once, at least one")
     models = models or {}
+    recording, where = recording_arrays(recording, where)
     return FamilyFit.equal({
         family: fit_family(recording, family, key=key, shape=shape, model=models.get(family), where=where,
                            config=config, label_sigma=label_sigma, labels=labels)

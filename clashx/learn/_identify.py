@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, PRNGKeyArray, event_weights
+from ..core import Array, Float, PRNGKeyArray, event_weights, short_repr
 from ..scenes import geometry as geo
 from ..surrogate import AbstractSurrogate, StrikeSurrogate, predict, velocity_loss
 
@@ -52,6 +52,9 @@ class IdentifyResult(eqx.Module):
     std: Float[Array, "p"]
     loss: Float[Array, ""]
     start_losses: Float[Array, "starts"]
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def fit_loss(model: StrikeSurrogate, params, strikes, velocities) -> Float[Array, ""]:

@@ -32,7 +32,17 @@ import numpy as np
 from evosax.algorithms import CMA_ES
 
 from .. import hybrid as _hybrid
-from ..core import Array, Float, PRNGKeyArray, block_size, map_batched, on_host
+from ..core import (
+    Array,
+    Float,
+    ParameterError,
+    PRNGKeyArray,
+    block_size,
+    map_batched,
+    on_host,
+    resolve_engine,
+    short_repr,
+)
 from ..hybrid import Handler, StrikeHybrid, strike_rollout
 from ..scenes import (
     SolverSettings,
@@ -43,6 +53,7 @@ from ..scenes import (
     strike_world_bytes,
 )
 from ..scenes import geometry as geo
+from ..surrogate import shipped_strike_surrogate
 
 _LOW = jnp.asarray(geo.STRIKE_LOW)
 _HIGH = jnp.asarray(geo.STRIKE_HIGH)
@@ -89,6 +100,9 @@ class MBOResult(eqx.Module):
     rest_pose: Float[Array, "3"]
     fitness: Float[Array, ""]
     history: Float[Array, "g"]
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def strikes_of_unit(u: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
@@ -381,21 +395,21 @@ def cached_hybrid(sims: dict, shape: str):
 def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict | None = None):
     """The rest-pose evaluator of one engine, with (jit-able, host) flag.
 
-    Engines: "mjx-hybrid" and "cpu-hybrid" (the surrogate `handler` at the
-    impact, MJX / MuJoCo C for the rest, 4 ms then 8 ms steps); "mujoco-c" and "mjx"
-    (full contact at the 1 ms step the striker-block pair needs, for the whole
-    strike); "mujoco-c-two-phase" (full contact at 1 ms until release, then
-    4 ms: what `clashx generate` simulates).  `sims` caches the scenes across
-    calls (`cached_scene`, `cached_hybrid`).
+    Engines: "auto" (the hybrid: "mjx-hybrid" on a GPU, "cpu-hybrid" elsewhere, as on the command
+    line); "mjx-hybrid" and "cpu-hybrid" (the surrogate `handler` at the impact, MJX / MuJoCo C for
+    the rest, 4 ms then 8 ms steps; no handler: the shipped surrogate of `shape`); "mujoco-c" and
+    "mjx" (full contact at the 1 ms step the striker-block pair needs, for the whole strike);
+    "mujoco-c-two-phase" (full contact at 1 ms until release, then 4 ms: what `clashx generate`
+    simulates).  `sims` caches the scenes across calls (`cached_scene`, `cached_hybrid`).
     """
 
+    engine = resolve_engine(engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        raise ParameterError("engine", engine, f"expected auto or one of {', '.join(ENGINES)}")
     sims = {} if sims is None else sims
     params = np.asarray(params, np.float64)
     if engine in ("mjx-hybrid", "cpu-hybrid"):
-        if handler is None:
-            raise ValueError(f"engine {engine!r} needs a handler (a surrogate)")
+        handler = shipped_strike_surrogate(shape) if handler is None else handler
         hs = cached_hybrid(sims, shape)
         if engine == "mjx-hybrid":
             return HybridEvaluator(hs, handler, jnp.asarray(params, jnp.float32)), True
@@ -421,7 +435,18 @@ def optimize_strike(
 ) -> MBOResult:
     """Find the strike that brings the block from `start` to `target` (world poses x, y, yaw) on one engine.
 
-    Returns an `MBOResult` whose rest pose is in the start pose's frame (`to_world` maps it back).
+    Args:
+        engine: "auto" (the hybrid on this device), "cpu-hybrid", "mjx-hybrid", "mujoco-c", "mjx" or
+            "mujoco-c-two-phase" (`make_evaluator`).
+        shape: the block's shape.
+        params: (p,) the scene's parameters (e.g. identified, `clashx.fit_recording(...).params`).
+        start, target: (3,) world poses (x, y, yaw) in m, m, rad.
+        config: the CMA-ES search (`MBOConfig`).
+        key: PRNG key of the search.
+        handler: the impact handler of the hybrid engines (default: the shipped surrogate of `shape`).
+
+    Returns:
+        An `MBOResult` whose rest pose is in the start pose's frame (`to_world` maps it back).
     """
     starts, targets = jnp.asarray(start)[None], jnp.asarray(target)[None]
     keys = jnp.asarray(key)[None]

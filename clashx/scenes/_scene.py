@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, model_world_bytes
+from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, model_world_bytes, short_repr
 from . import _pair_state as ps
 
 APART_CAP = 1 << 30  # steps: the apart counter saturates here
@@ -216,6 +216,9 @@ class AbstractImpactScene(eqx.Module):
         m = self.hybrid_c_model()
         qpos, qvel = self.with_pair_state(jnp.asarray(m.qpos0, state.dtype), jnp.zeros(m.nv, state.dtype), state)
         return ps.pair_energy(m, self.joints, qpos, qvel)
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def limit_energy(scene: AbstractImpactScene, pre: Float[Array, " d"], post: Float[Array, " d"]):

@@ -38,7 +38,7 @@ from ..core import Array, Float, ParamSpace, PRNGKeyArray, check_space, load_mod
 from ..events import VELOCITY_FLOOR, data_path, speed_residuals, versions
 from ..scenes import compliant_space, strike_space
 from ..scenes import geometry as geo
-from ._base import AbstractSurrogate, init_network
+from ._base import MLP, AbstractSurrogate, init_network
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more
 N_OUT = 6  # velocity at release (3) and displacement over the window (3)
@@ -62,7 +62,7 @@ class StrikeSurrogate(AbstractSurrogate):
     `model.release(strike, params)` also gives the window's displacement.
     """
 
-    mlp: eqx.nn.MLP
+    mlp: MLP
     out_mean: Float[Array, "6"]
     out_std: Float[Array, "6"]
     shape: str = eqx.field(static=True)
@@ -122,17 +122,6 @@ def make_strike_surrogate(
         _N_STRIKE_FEATURES + space.size, N_OUT, width, depth, key=key, out_mean=out_mean, out_std=out_std
     )
     return StrikeSurrogate(shape=shape, space=space, **net)
-
-
-def predict(
-    model: StrikeSurrogate, strikes: Float[Array, "n 3"], params: Float[Array, "p"] | Float[Array, "n p"]
-) -> Float[Array, "n 3"]:
-    """Predicted post-impact velocities of `strikes` under `params` (one set for all, or one per strike)."""
-    strikes = jnp.asarray(strikes)
-    params = jnp.asarray(params)
-    if params.ndim == 1:
-        return jax.vmap(model, in_axes=(0, None))(strikes, params)
-    return jax.vmap(model)(strikes, params)
 
 
 _MIRRORED_PARAMS = ("com_x",)  # parameters whose sign flips in the mirror image

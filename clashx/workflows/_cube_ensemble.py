@@ -114,5 +114,5 @@ def ensemble_tosses(
     frames = hybrid_tosses(
         sim, handler, np.tile(np.asarray(initial_states), (samples, 1)), params, n_frames, rest_params=rest_params,
         every_impact=True,
-    )  # fmt: skip
+    ).frames  # fmt: skip
     return mean_states(frames.reshape(samples, n, n_frames, 13))

@@ -154,7 +154,7 @@ def run_demo(out: str = "clashx-demo", shapes: tuple[str, ...] = geo.SHAPES, see
         print(f"{shape:<15}" + "".join(f"{row[m]:>20.3f}" for m in DEMO_METHODS), flush=True)
     if cube:
         cube_result = cube_section(out, seed, t0)
-        summary["cube"] = {m: cube_result["methods"][m]["pos_pct_mean"] for m in cube_result["methods"]}
+        summary["cube"] = {m: cube_result.methods[m]["pos_pct_mean"] for m in cube_result.methods}
     write_json(os.path.join(out, "summary.json"), json.loads(json.dumps(summary, default=float)))
     pngs = sorted(f for f in os.listdir(out) if f.endswith(".png"))
     _say(f"done; pictures in {os.path.abspath(out)}: {', '.join(pngs)}", t0)

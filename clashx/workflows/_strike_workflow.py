@@ -397,7 +397,8 @@ def run_finetune(
     strikes, vel, rows, *_ = load_real(real, select, model.shape)
     t0 = time.perf_counter()
     config = config or FinetuneConfig()
-    tuned, report = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
+    ft = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
+    tuned, report = ft.model, ft.to_dict()
     report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": rows.tolist()}
     save_strike_surrogate(
         out, tuned,
