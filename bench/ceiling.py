@@ -41,7 +41,7 @@ from clashx.baselines import identify_cmaes
 from clashx.core import ParamSpace, Target, write_json
 from clashx.events import relative_error
 from clashx.scenes import geometry as geo
-from clashx.scenes import make_strike_sim, simulate_strikes_c, strike_space
+from clashx.scenes import make_strike_scene, simulate_strikes_c, strike_space
 from clashx.workflows import lab_truth
 
 SOLIMP = {  # name: (col, low, high, nominal, log)
@@ -101,7 +101,7 @@ def held_out_ceiling(test: dict, n: int, fit, score, names) -> dict:
 def test_set_ceiling(shape: str, test: dict, *, n: int = 60, key, generations: int = 40, restarts: int = 3) -> dict:
     """MuJoCo's ceiling on a test recording (`held_out_ceiling`): the oracle fitted to the true labels of its first
     `n` strikes, α = 0.1 on them and on the others."""
-    sim = make_strike_sim(shape)
+    sim = make_strike_scene(shape)
     return held_out_ceiling(
         test, n,
         lambda s, v: oracle_fit(sim, s, v, key=key, generations=generations, restarts=restarts).params,
@@ -138,7 +138,7 @@ def main() -> None:
                 spaces = {"strike8": None, "solimp": solimp_space(shape)}
                 for name in a.spaces.split(","):
                     space = spaces[name]
-                    sim = make_strike_sim(shape, space=space)
+                    sim = make_strike_scene(shape, space=space)
                     fit = oracle_fit(sim, s_fit, v_fit, key=jax.random.PRNGKey(0), generations=a.generations,
                                      restarts=a.restarts)  # fmt: skip
                     row[name] = {"ceiling": alpha_of(sim, fit.params, s_fit, v_fit, shape),

@@ -4,7 +4,7 @@
                           [--population 16] [--generations 20] [--timing-shape square] [--seed 0] [--json OUT]
 
 Timing: the same CMA-ES job (population, generations, seed, targets), one target at a time and all
-targets at once (`clashx.optimize.optimize_many`: the CMA-ES states vmapped over targets, each
+targets at once (`clashx.optimize.optimize_strikes`: the CMA-ES states vmapped over targets, each
 generation's targets × population rollouts one batch), on
   mujoco_c    MuJoCo C, full contact at the 1 ms step the striker-block pair needs, for the whole strike
   mjx_full    MJX, the same
@@ -56,8 +56,8 @@ from clashx.optimize import (
     cached_hybrid,
     clip_to_ranges,
     identify_from_rest,
-    optimize,
-    optimize_many,
+    optimize_strike,
+    optimize_strikes,
     to_start_frame,
     wrap,
 )
@@ -132,7 +132,7 @@ def identify_methods(
     tuned = lab.model
 
     def rest_h(s, p):
-        return _hybrid.hybrid_rollouts_c(hs, tuned, s, p).rest_pose
+        return _hybrid.strike_rollouts_c(hs, tuned, s, p).rest_pose
 
     p_h, loss_h = identify_from_rest(
         rest_h, sim.space, lab.params, strikes, rest, key=key, free=SLIDE_REFIT, yaw_weight=yaw_weight
@@ -178,7 +178,7 @@ def identify_methods(
 
 def clamped_count(shape, handler, strikes, params, sims) -> int:
     """How many of the chosen strikes' impacts the hybrid's energy guard clamped."""
-    return int(_hybrid.hybrid_rollouts_c(cached_hybrid(sims, shape), handler, strikes, params).clamped.sum())
+    return int(_hybrid.strike_rollouts_c(cached_hybrid(sims, shape), handler, strikes, params).clamped.sum())
 
 
 def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.ndarray:
@@ -186,13 +186,13 @@ def mbo(shape, method, params, handler, targets, config, sims, *, seed) -> np.nd
     engine = "cpu-hybrid" if method.startswith("clashx") else "mujoco-c-two-phase"
     starts = np.zeros((len(targets), 3))
     key = jax.random.PRNGKey(seed)
-    r = optimize_many(engine, shape, params, starts, targets, config, key=key, handler=handler, sims=sims)
+    r = optimize_strikes(engine, shape, params, starts, targets, config, key=key, handler=handler, sims=sims)
     return clip_to_ranges(r.strike)
 
 
 def timing(shape, params, handler, targets, config, sims, *, seed) -> dict:
     """Wall-clock of the same CMA-ES job on every engine, one target at a time and all targets at once
-    (`optimize_many`: targets × population rollouts per batch); compile measured apart (first call)."""
+    (`optimize_strikes`: targets × population rollouts per batch); compile measured apart (first call)."""
     out = {}
     keys = jax.random.split(jax.random.PRNGKey(seed), len(targets))
     for name in TIMING:
@@ -202,11 +202,11 @@ def timing(shape, params, handler, targets, config, sims, *, seed) -> dict:
 
         def one_by_one(ts, engine=engine, kw=kw):
             for t, k in zip(ts, keys):
-                jax.block_until_ready(optimize(engine, shape, params, np.zeros(3), t, config, key=k, **kw))
+                jax.block_until_ready(optimize_strike(engine, shape, params, np.zeros(3), t, config, key=k, **kw))
 
         def together(ts, engine=engine, kw=kw):
             starts = np.zeros((len(ts), 3))
-            jax.block_until_ready(optimize_many(engine, shape, params, starts, ts, config, key=keys[0], **kw))
+            jax.block_until_ready(optimize_strikes(engine, shape, params, starts, ts, config, key=keys[0], **kw))
 
         row = {}
         for mode, job in (("one_by_one", one_by_one), ("together", together)):

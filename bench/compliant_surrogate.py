@@ -8,9 +8,9 @@
 `distil` simulates `--n` strikes per shape with `clashx.scenes`' compliant
 family (`family_outcomes("compliant", ...)`) (Hunt-Crossley normal force, Coulomb friction; 8 parameters
 drawn uniformly from its box, SCENE.md's strike ranges) and pretrains a
-`clashx.Surrogate` on them with `clashx.pretrain` (the same recipe as the
+`clashx.StrikeSurrogate` on them with `clashx.pretrain` (the same recipe as the
 shipped MuJoCo surrogates: width 256, depth 4, mirror images), writing
-DIR/SHAPE/ (how the shipped `clashx.shipped_surrogate(shape, "compliant")`
+DIR/SHAPE/ (how the shipped `clashx.shipped_strike_surrogate(shape, "compliant")`
 were made).  The law gives the velocity at release only, so the window's
 displacement is unknown (NaN) and the surrogate learns the velocity alone.
 
@@ -133,7 +133,8 @@ def distil(shape: str, out: str, *, n: int, epochs: int, seed: int) -> dict:
         print(f"{shape}: {n} strikes simulated in {time.perf_counter() - t0:.0f} s ({int((~ok).sum())} not finite)")
     t1 = time.perf_counter()
     result = pretrain(PretrainConfig(data=data, out=os.path.join(out, shape), epochs=epochs, seed=seed))
-    val = result["validation"]
+    result.save(os.path.join(out, shape))
+    val = result.validation
     print(f"{shape}: pretrained in {time.perf_counter() - t1:.0f} s; held-out α=0.1 {val['alpha_0.1']:.3f}, "
           f"median error {val['median_rel_err']:.3f}", flush=True)  # fmt: skip
     return {"shape": shape, "simulate_s": t1 - t0, "pretrain_s": time.perf_counter() - t1, "validation": val}
@@ -364,7 +365,9 @@ def main() -> None:
                 fit_rec = slice_recording(test_rec, a.fit_offset, a.fit_offset + a.fit_strikes)
                 test_rec = slice_recording(test_rec, half, 2 * half)
             models = (
-                {"compliant": clashx.load_surrogate(os.path.join(a.models, shape), shape=shape)} if a.models else None
+                {"compliant": clashx.load_strike_surrogate(os.path.join(a.models, shape), shape=shape)}
+                if a.models
+                else None
             )
             row = {
                 "lab": lab,

@@ -60,7 +60,7 @@ from clashx.core import write_json
 from clashx.events import events_label_sigma, lab_recording, relative_error, speed_vector
 from clashx.learn import LabFitConfig, fit_recording, misfit_weights, predictive_calibration, strike_predictive
 from clashx.scenes import geometry as geo
-from clashx.scenes import make_strike_sim
+from clashx.scenes import make_strike_scene
 from clashx.workflows import lab_truth
 
 OWN_LABS = {  # within SCENE.md's ranges; none of them is lab A
@@ -154,7 +154,7 @@ def fit_lab(shape: str, lab: str, seed: int, test_n: int, tmp: str, true_labels:
     path = lab_file(lab, tmp)
     rec = run_lab(shape, path, os.path.join(tmp, f"{lab}{seed}_{shape}_fit.npz"), n=10, seed=seed)
     test = lab_test(shape, lab, tmp, test_n)
-    model, sim = clashx.shipped_surrogate(shape), make_strike_sim(shape)
+    model, sim = clashx.shipped_strike_surrogate(shape), make_strike_scene(shape)
     fit = fit_recording(model, sim, rec, where=f"lab {lab} seed {seed}", key=jax.random.PRNGKey(0),
                         config=LabFitConfig(finetune=None))  # fmt: skip
     m, p = fit.model, jnp.asarray(fit.params, jnp.float32)

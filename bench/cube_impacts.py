@@ -34,7 +34,7 @@ from clashx.events import (
     load_events,
     save_events,
 )
-from clashx.scenes import make_toss_sim, sample_toss_inputs, toss_events
+from clashx.scenes import make_toss_scene, sample_toss_inputs, toss_events
 
 CHUNK = 8192
 
@@ -100,7 +100,7 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="write the coverage and the impact counts here")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    sim = make_toss_sim()
+    sim = make_toss_scene()
     k_toss, k_bounce = jax.random.split(jax.random.PRNGKey(a.seed))
     toss = _make(os.path.join(a.out, "toss.npz"), a.n_toss, k_toss, False, sim)
     bounce = _make(os.path.join(a.out, "bounce.npz"), a.n_bounce, k_bounce, True, sim)

@@ -33,8 +33,9 @@ def main() -> None:
             flush=True,
         )
 
-    _, result = pretrain_cube(config, progress=progress)
-    print(json.dumps(result["validation"], indent=1))
+    result = pretrain_cube(config, progress=progress)
+    result.save(config.out)
+    print(json.dumps(result.validation, indent=1))
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from clashx.baselines import (
 from clashx.core import write_json
 from clashx.events import data_path, ingest_cube_tosses
 from clashx.learn import identify_cube
-from clashx.scenes import RIGID_NAMES, cube_space, make_toss_sim, rigid_cube_window
+from clashx.scenes import RIGID_NAMES, cube_space, make_toss_scene, rigid_cube_window
 from clashx.surrogate import shipped_cube_surrogate
 
 BLEND_WEIGHTS = np.linspace(0.0, 1.0, 21)
@@ -88,7 +88,7 @@ def main() -> None:
     k_sur, k_rig = jax.random.split(jax.random.PRNGKey(1000))
     p_sur_c, _ = identify_cube(surrogate, first["pre_state"], first["post_state"], key=k_sur)
     p_rig_c, _ = identify_rigid_impacts(first["pre_state"], first["post_state"], key=k_rig, generations=a.generations)
-    sim = make_toss_sim()
+    sim = make_toss_scene()
     spaces = {"MuJoCo C": cube_space(), "MuJoCo C + inertia": cube_space(inertia=True)}
     p_mj_c = {
         name: identify_mujoco_impacts(sim, sp, first["pre_state"], first["post_state"], key=k_rig,

@@ -120,15 +120,16 @@ def main() -> None:
                 f"epoch {epoch}/{total}: train {m['train_loss']:.4f} val {m['val_loss']:.4f} ({m['elapsed_s']:.0f} s)"
             )
 
-    _, trained = pretrain_cube(config, progress=progress, report=print)
+    trained = pretrain_cube(config, progress=progress, report=print)
+    trained.save(run)
     distilled = load_cube_surrogate(run)
-    print(f"distilled: validation {json.dumps(trained['validation'])}   [{time.perf_counter() - t0:.0f} s]")
+    print(f"distilled: validation {json.dumps(trained.validation)}   [{time.perf_counter() - t0:.0f} s]")
 
     every = ingest_cube_tosses(data_path("contactnets_cube/tosses.npz"), impacts="all")
     first = _take(every, np.flatnonzero(every["impact"] == 0))
     n_first = len(first["toss_id"])
     mujoco = shipped_cube_surrogate()
-    out: dict = {"validation": trained["validation"], "config": vars(a), "seeds": {}}
+    out: dict = {"validation": trained.validation, "config": vars(a), "seeds": {}}
     for seed in (int(s) for s in a.seeds.split(",")):
         fit_idx = np.sort(np.random.default_rng(seed).choice(n_first, a.fit, replace=False))
         ev = _take(first, np.setdiff1d(np.arange(n_first), fit_idx))
@@ -138,7 +139,8 @@ def main() -> None:
         p_law, _ = identify_rigid_impacts(pre, post, key=k_cma)
         p_lm, _ = identify_cube(distilled, pre, post, key=k_lm)
         p_cma, _ = identify_handler_impacts(distilled, rigid_from_unit, len(p_law), pre, post, key=k_cma)
-        tuned, report = finetune_cube(distilled, pre, post, p_cma, key=k_ft)
+        ft = finetune_cube(distilled, pre, post, p_cma, key=k_ft)
+        tuned, report = ft.model, ft.to_dict()
         p_mj, _ = identify_cube(mujoco, pre, post, key=k_lm)
         preds = {
             "law, CMA-ES": impact_posts(rigid_cube_window, ev["pre_state"], p_law)[0],

@@ -129,10 +129,10 @@ def main() -> None:
     print(summary_table(result))
     print(
         f"\nwall time {time.perf_counter() - t0:.0f} s; fitting: "
-        + ", ".join(f"{m} {r['fit_s']:.0f} s" for m, r in result["methods"].items())
+        + ", ".join(f"{m} {r['fit_s']:.0f} s" for m, r in result.methods.items())
     )
-    print("clashx fit:", json.dumps({k: result["methods"]["clashx"][k] for k in ("params", "rest_params")}))
-    print("clashx fine-tuning:", result["methods"]["clashx"]["finetune"]["reason"])
+    print("clashx fit:", json.dumps({k: result.methods["clashx"][k] for k in ("params", "rest_params")}))
+    print("clashx fine-tuning:", result.methods["clashx"]["finetune"]["reason"])
     if a.json:
         save_json(a.json, result)
     if a.plot:

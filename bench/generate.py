@@ -21,7 +21,7 @@ import numpy as np
 
 from clashx.events import relative_error, sample_strikes
 from clashx.scenes import geometry as geo
-from clashx.scenes import make_strike_sim, simulate_strikes_c, simulate_strikes_mjx
+from clashx.scenes import make_strike_scene, simulate_strikes_c, simulate_strikes_mjx
 
 
 def compare_engines(shape: str, n: int, seed: int, *, to_rest: bool = True, repeats: int = 1) -> dict:
@@ -29,7 +29,7 @@ def compare_engines(shape: str, n: int, seed: int, *, to_rest: bool = True, repe
 
     MJX's compile time is kept apart from its run time.
     """
-    sim = make_strike_sim(shape)
+    sim = make_strike_scene(shape)
     k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
     strikes = np.asarray(sample_strikes(n, key=k1), np.float64)
     params = np.asarray(sim.space.sample(n, key=k2), np.float64)

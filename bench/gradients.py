@@ -57,11 +57,11 @@ import optax  # noqa: E402
 
 from clashx.core import as_float64  # noqa: E402
 from clashx.grad import PATHS, PosePath, strike_bcg_config  # noqa: E402
-from clashx.hybrid import make_hybrid_sim  # noqa: E402
+from clashx.hybrid import make_strike_hybrid  # noqa: E402
 from clashx.optimize import cmaes_in_box  # noqa: E402
 from clashx.scenes import geometry as geo  # noqa: E402
-from clashx.scenes import make_strike_sim, sample_strikes, simulate_strikes_c  # noqa: E402
-from clashx.surrogate import shipped_surrogate  # noqa: E402
+from clashx.scenes import make_strike_scene, sample_strikes, simulate_strikes_c  # noqa: E402
+from clashx.surrogate import shipped_strike_surrogate  # noqa: E402
 
 L_YAW = 0.05  # m: yaw enters the pose error as L·yaw
 CONTACT = (0, 1, 2)  # μ1, μ2, e1 in the strike space
@@ -248,10 +248,10 @@ def gd_identify(fn, sim_c, base, inputs, strikes_u, truth_u, *, steps, lr, block
 def run_shape(shape: str, args, log=print) -> dict:
     """Everything the bench measures on one shape."""
     key = jax.random.fold_in(jax.random.PRNGKey(args.seed), hash(shape) % 1000)
-    sim_c = make_strike_sim(shape)
+    sim_c = make_strike_scene(shape)
     sim = as_float64(sim_c)
-    hs = make_hybrid_sim(shape, sim=sim)
-    handler = as_float64(shipped_surrogate(shape))
+    hs = make_strike_hybrid(shape, sim=sim)
+    handler = as_float64(shipped_strike_surrogate(shape))
     base = jnp.asarray(sim.space.nominal, jnp.float64)
     inputs = Inputs(sim.space)
     k_u, k_ref, k_q, k_t, k_gd, k_cma, k_id, k_truth = jax.random.split(key, 8)

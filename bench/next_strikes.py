@@ -50,7 +50,7 @@ from clashx.core import write_json
 from clashx.events import alpha_accuracy
 from clashx.optimize import CRITERIA, MBOConfig, to_start_frame
 from clashx.scenes import geometry as geo
-from clashx.scenes import make_strike_sim
+from clashx.scenes import make_strike_scene
 from clashx.surrogate import load_or_shipped, predict
 from clashx.workflows import CHECKPOINTS, strike_loop
 
@@ -79,7 +79,7 @@ def run_one(a, shape: str, lab: str, tmp: str) -> dict:
     """Every criterion's loop on one lab and shape: accuracy and MBO error per count, per repeat."""
     checkpoints = sorted({a.start} | {c for c in CHECKPOINTS if a.start <= c <= a.budget})
     model = load_or_shipped(a.model, shape)
-    sim = make_strike_sim(shape, space=model.space)
+    sim = make_strike_scene(shape, space=model.space)
     length = geo.characteristic_length(shape)
     path = lab_path(lab, tmp)
     test = run_lab(shape, path, os.path.join(tmp, f"{lab}_{shape}_test.npz"), n=200, seed=1)

@@ -29,7 +29,7 @@ def main() -> None:
     a = ap.parse_args()
     print(f"device: {jax.devices()[0].platform}; {a.n} prior strikes per shape, seed {a.seed}")
     for shape in clashx.SHAPES:
-        sim = clashx.make_strike_sim(shape)
+        sim = clashx.make_strike_scene(shape)
         s = np.asarray(sample_strikes(a.n, key=jax.random.PRNGKey(a.seed)), np.float64)
         p = np.asarray(sim.space.sample(a.n, key=jax.random.PRNGKey(a.seed + 1)), np.float64)
         c = contact_phase_c(sim, s, p)

@@ -45,7 +45,7 @@ from clashx.optimize import cmaes_in_box
 from clashx.scenes import STRIKE_FAMILIES as FAMILIES
 from clashx.scenes import family_outcomes as outcomes
 from clashx.scenes import geometry as geo
-from clashx.scenes import make_strike_sim
+from clashx.scenes import make_strike_scene
 from clashx.workflows import lab_truth
 
 NONFINITE_LOSS = 1e3  # the loss of a candidate whose outcome is not finite
@@ -158,7 +158,7 @@ def main() -> None:
                 if a.labels == "true":
                     row[a.family]["fit"] = alpha(a.family, shape, p, s_fit, v_fit)
                 if a.mujoco:
-                    sim = make_strike_sim(shape)
+                    sim = make_strike_scene(shape)
                     t1 = time.perf_counter()
                     if a.labels == "true":
                         fit = oracle_fit(sim, s_fit, v_fit, key=key, generations=a.generations, restarts=a.restarts)

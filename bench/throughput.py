@@ -19,7 +19,7 @@ parameters:
 
 * CMA-ES (`--targets` targets, population 16, `--generations`): one target
   at a time (`clashx.optimize.optimize`) against all targets at once
-  (`optimize_many`: one batch of targets × population per generation), on the
+  (`optimize_strikes`: one batch of targets × population per generation), on the
   cpu-hybrid and mjx-hybrid engines;
 * `clashx generate` of `--generate-n` strikes (engine auto) and `--epochs`
   epochs of pretraining on them.
@@ -51,8 +51,8 @@ import numpy as np
 import clashx
 from clashx.events import GenerateConfig, generate
 from clashx.learn import PretrainConfig, pretrain
-from clashx.optimize import MBOConfig, cached_hybrid, make_evaluator, optimize, optimize_many
-from clashx.scenes import make_strike_sim, sample_strikes, simulate_strike, simulate_strikes_c, simulate_strikes_mjx
+from clashx.optimize import MBOConfig, cached_hybrid, make_evaluator, optimize_strike, optimize_strikes
+from clashx.scenes import make_strike_scene, sample_strikes, simulate_strike, simulate_strikes_c, simulate_strikes_mjx
 
 REST_ENGINES = ("mjx-hybrid", "mjx", "cpu-hybrid", "mujoco-c", "mujoco-c-two-phase")
 CONTACT_ENGINES = ("mjx-policy", "mjx-blocks-256", "mjx-one-vmap", "mujoco-c")
@@ -96,13 +96,13 @@ def _rest_fn(engine: str, shape: str, params: np.ndarray, strikes: np.ndarray, h
 
 def cmaes(shape: str, n_targets: int, generations: int, seed: int, report=print) -> list[dict]:
     """CMA-ES over `n_targets` reachable targets, one at a time and all at once, on both hybrid engines."""
-    sim = make_strike_sim(shape)
+    sim = make_strike_scene(shape)
     params = np.asarray(sim.space.vector(), np.float64)
-    handler = clashx.shipped_surrogate(shape)
+    handler = clashx.shipped_strike_surrogate(shape)
     sims: dict = {}
     hs = cached_hybrid(sims, shape)
     aims = np.asarray(sample_strikes(n_targets, key=jax.random.PRNGKey(seed + 1)), np.float64)
-    targets = np.asarray(clashx.hybrid_rollouts_c(hs, handler, aims, params).rest_pose)  # reachable
+    targets = np.asarray(clashx.strike_rollouts_c(hs, handler, aims, params).rest_pose)  # reachable
     config = MBOConfig(population=16, generations=generations)
     keys = jax.random.split(jax.random.PRNGKey(seed), n_targets)
     starts = np.zeros((n_targets, 3))
@@ -112,12 +112,12 @@ def cmaes(shape: str, n_targets: int, generations: int, seed: int, report=print)
 
         def one_by_one(engine=engine, kw=kw):
             return [
-                optimize(engine, shape, params, starts[i], targets[i], config, key=keys[i], **kw)
+                optimize_strike(engine, shape, params, starts[i], targets[i], config, key=keys[i], **kw)
                 for i in range(n_targets)
             ]
 
         def together(engine=engine, kw=kw):
-            return optimize_many(engine, shape, params, starts, targets, config, key=jax.random.PRNGKey(seed), **kw)
+            return optimize_strikes(engine, shape, params, starts, targets, config, key=jax.random.PRNGKey(seed), **kw)
 
         row = {"kind": "cmaes", "engine": engine, "targets": n_targets, "population": 16, "generations": generations}
         for mode, job in (("one_by_one", one_by_one), ("together", together)):
@@ -137,12 +137,12 @@ def pipeline(shape: str, n: int, epochs: int, seed: int, report=print) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "sim.npz")
         t0 = time.perf_counter()
-        manifest = generate(GenerateConfig(scene="strike", shape=shape, n=n, seed=seed, out=data))
+        result = generate(GenerateConfig(scene="strike", shape=shape, n=n, seed=seed, out=data))
         t_gen = time.perf_counter() - t0
         t0 = time.perf_counter()
-        pretrain(PretrainConfig(data=data, out=os.path.join(tmp, "run"), epochs=epochs, seed=seed))
+        pretrain(PretrainConfig(data=data, epochs=epochs, seed=seed))
         t_pre = time.perf_counter() - t0
-    engine = manifest["config"]["engine"]
+    engine = result.engine
     report(f"generate {engine:20s} n={n:6d}  {n / t_gen:10.1f} /s   ({t_gen:.1f} s)")
     report(f"pretrain {'':20s} {epochs} epochs on {n}: {t_pre:.1f} s ({t_pre / epochs:.2f} s per epoch)")
     return {"generate": {"n": n, "engine": engine, "s": t_gen}, "pretrain": {"epochs": epochs, "s": t_pre}}
@@ -160,9 +160,9 @@ def run(
     engines: tuple[str, ...] = CONTACT_ENGINES + REST_ENGINES,
 ) -> dict:
     """Every engine (of `engines`) at batch sizes `sizes` up to `max_batch`; returns the figures (module docs)."""
-    sim = make_strike_sim(shape)
+    sim = make_strike_scene(shape)
     params = np.asarray(sim.space.vector(), np.float64)
-    handler = clashx.shipped_surrogate(shape)
+    handler = clashx.shipped_strike_surrogate(shape)
     sizes = tuple(n for n in sizes if n <= max_batch)
     all_strikes = np.asarray(sample_strikes(max(sizes), key=jax.random.PRNGKey(seed)), np.float64)
     sims: dict = {}

@@ -33,7 +33,9 @@ def fails(argv, capsys, *needles):
 def make_files(root):
     """A tiny square surrogate, a PARAMS.json, and 16 generated square strikes (MuJoCo C, contact phase) in `root`."""
     model = root / "model"
-    clashx.save_surrogate(model, clashx.make_surrogate("square", key=jax.random.PRNGKey(0), width=8, depth=1))
+    clashx.save_strike_surrogate(
+        model, clashx.make_strike_surrogate("square", key=jax.random.PRNGKey(0), width=8, depth=1)
+    )
     params = root / "params.json"
     params.write_text(json.dumps({"shape": "square", "params": PARAMS}))
     events = root / "events.npz"

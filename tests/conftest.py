@@ -39,17 +39,17 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 @pytest.fixture(scope="session")
 def strike_sims():
-    """One StrikeSim per shape, built lazily and always in float32.
+    """One StrikeScene per shape, built lazily and always in float32.
 
     A test may first ask for a scene inside `jax.enable_x64(True)`; built there, its arrays would be float64
     and every later float32 test would get a scene whose MJX scan carries change dtype.
     """
-    cache: dict[str, _strike.StrikeSim] = {}
+    cache: dict[str, _strike.StrikeScene] = {}
 
-    def get(shape: str) -> _strike.StrikeSim:
+    def get(shape: str) -> _strike.StrikeScene:
         if shape not in cache:
             with jax.enable_x64(False):
-                cache[shape] = clashx.make_strike_sim(shape)
+                cache[shape] = clashx.make_strike_scene(shape)
         return cache[shape]
 
     return get
@@ -60,7 +60,7 @@ def mjx_strike_fn():
     """jit(vmap(simulate_strike)) per (shape, to_rest), compiled once for the session."""
     cache = {}
 
-    def get(sim: _strike.StrikeSim, to_rest: bool = True):
+    def get(sim: _strike.StrikeScene, to_rest: bool = True):
         key = (sim.shape, to_rest)
         if key not in cache:
             cache[key] = jax.jit(jax.vmap(lambda s, p: _strike.simulate_strike(sim, s, p, to_rest=to_rest)))

@@ -10,7 +10,7 @@ import pytest
 
 from clashx.core import _batching as B
 from clashx.core import block_override, block_size, in_blocks, model_world_bytes
-from clashx.scenes import make_strike_sim, sample_strikes, simulate_strike, strike_world_bytes
+from clashx.scenes import make_strike_scene, sample_strikes, simulate_strike, strike_world_bytes
 
 
 class FakeAccelerator:
@@ -71,7 +71,7 @@ def test_in_blocks_is_the_whole_call_with_a_padded_last_block():
 def test_footprint_estimate_covers_what_xla_allocates_per_world():
     # the policy's estimate of one strike world must not be below the temporaries XLA allocates
     # per world for the vmapped strike (contact phase and slide); else a GPU batch sized by it could overflow
-    sim = make_strike_sim("square")
+    sim = make_strike_scene("square")
     n = 8
     strikes = jnp.asarray(sample_strikes(n, key=jax.random.PRNGKey(0)), jnp.float32)
     params = jnp.tile(jnp.asarray(sim.space.vector(), jnp.float32), (n, 1))

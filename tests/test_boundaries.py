@@ -101,10 +101,10 @@ def test_a_nan_on_a_touched_row_stops_every_command_that_reads_it(files, tmp_pat
 
 
 def test_non_finite_weights_are_refused_when_saved_and_when_loaded(files, tmp_path, capsys):
-    model = clashx.make_surrogate("square", key=jax.random.PRNGKey(0), width=8, depth=1)
+    model = clashx.make_strike_surrogate("square", key=jax.random.PRNGKey(0), width=8, depth=1)
     broken = jax.tree.map(lambda x: x * np.nan if eqx_is_float(x) else x, model)
     with pytest.raises(ValueError, match="non-finite weights"):
-        clashx.save_surrogate(tmp_path / "nan-model", broken)
+        clashx.save_strike_surrogate(tmp_path / "nan-model", broken)
     assert not (tmp_path / "nan-model").exists()
     run = _model_copy(files, tmp_path)
     data = bytearray((run / "surrogate.eqx").read_bytes())

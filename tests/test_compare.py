@@ -15,7 +15,7 @@ from clashx.learn._distil import LocalDistilConfig, distil_locally
 from clashx.learn._lab_fit import LabFitConfig
 from clashx.scenes import _geometry as geo
 from clashx.scenes import _strike, _strike_c
-from clashx.surrogate._strike_surrogate import shipped_surrogate
+from clashx.surrogate._strike_surrogate import shipped_strike_surrogate
 from clashx.workflows._strike_compare import CompareConfig, compare, lab_truth
 
 QUICK = LabFitConfig(n_starts=4, iterations=12, local=LocalDistilConfig(n=512, steps=60), finetune=None)
@@ -39,7 +39,7 @@ def test_the_pipeline_on_the_shipped_square_recordings():
     fit = read_npz(clashx.lab_recording("square", "fit"), "strike recording")
     test = read_npz(clashx.lab_recording("square", "test"), "strike recording")
     config = CompareConfig(methods=("mujoco_nominal", "clashx_identified", "clashx", "clashx_families"), lab_fit=QUICK)
-    result = compare(shipped_surrogate("square"), fit, test, key=jax.random.PRNGKey(0), config=config)
+    result = compare(shipped_strike_surrogate("square"), fit, test, key=jax.random.PRNGKey(0), config=config)
     rows = result["rows"]
     assert result["n_fit"] == 10 and result["n_test"] == 200
     assert rows["clashx"]["alpha_0.1"] >= PIPELINE_MIN_ACCURACY > rows["mujoco_nominal"]["alpha_0.1"]
@@ -50,7 +50,7 @@ def test_the_pipeline_on_the_shipped_square_recordings():
 
 
 def test_local_redistillation_shrinks_the_surrogates_error_where_it_is_used(strike_sims):
-    sim, model = strike_sims("square"), shipped_surrogate("square")
+    sim, model = strike_sims("square"), shipped_strike_surrogate("square")
     p = sim.space.vector(mu1=0.95, mu2=0.2, e1=3.8, timeconst1=0.003, mass=0.21, com_x=-0.007, torsion=0.035)
     strikes = np.asarray(sample_strikes(256, key=jax.random.PRNGKey(11)), np.float64)
     truth = _strike_c.simulate_strikes_c(sim, strikes, np.tile(p, (len(strikes), 1)), to_rest=False).post_velocity
@@ -59,8 +59,9 @@ def test_local_redistillation_shrinks_the_surrogates_error_where_it_is_used(stri
     def error(m):
         return float(np.nanmean(np.asarray(_metrics.relative_error(clashx.predict(m, strikes, p), truth, length)) ** 2))
 
-    local, report = distil_locally(model, sim, p, key=jax.random.PRNGKey(0), config=LocalDistilConfig())
-    assert report["loss_after"] < report["loss_before"]
+    distilled = distil_locally(model, sim, p, key=jax.random.PRNGKey(0), config=LocalDistilConfig())
+    local = distilled.model
+    assert distilled.loss_after < distilled.loss_before
     assert error(local) < LOCAL_GAIN * error(model), (error(local), error(model))
 
 
@@ -71,7 +72,7 @@ MJX_C_MEDIAN = 0.05
 
 def test_local_strikes_on_mjx_are_mujoco_cs():
     # on an accelerator local re-distillation simulates its strikes on MJX in one vmap; they must be C's strikes
-    sim = _strike.make_strike_sim("square")
+    sim = _strike.make_strike_scene("square")
     p = np.asarray(sim.space.vector(), np.float64)
     key = jax.random.PRNGKey(5)
     s_c, p_c, out_c = _distil.local_data(sim, p, key=key, config=LocalDistilConfig(n=16, engine="c"))

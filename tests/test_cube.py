@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import chex
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -41,7 +42,7 @@ def random_states(n, seed=0):
 
 @pytest.fixture(scope="module")
 def sim():
-    return T.make_toss_sim()
+    return T.make_toss_scene()
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +152,7 @@ def test_hybrid_with_simulator_impact_reproduces_simulator(sim, c_events):
     assert len(early) == 2
     for i in early:
         impact = _Fixed(jnp.asarray(ev.post_state[i], jnp.float32))
-        got = R.hybrid_tosses(sim, impact, states[i : i + 1], params[i], N_FRAMES)[0]
+        got = R.hybrid_tosses(sim, impact, states[i : i + 1], params[i], N_FRAMES).frames[0]
         flight = t < ev.t_impact[i]
         after = t >= ev.t_impact[i] + T.WINDOW
         exact = jax.vmap(CF.free_flight, in_axes=(None, 0))(jnp.asarray(states[i]), jnp.asarray(t[flight]))
@@ -188,8 +189,8 @@ def test_every_impact_hybrid_bouncing_cube(sim):
         t_start.append(t)
         v *= BOUNCE_E
         t += 2 * v / CF.GRAVITY
-    frames, stats = R.hybrid_tosses(
-        sim, _reflect, state0[None], np.array([0.3, 0.01, 1.0]), n_frames, every_impact=True, return_stats=True
+    frames, fired = R.hybrid_tosses(
+        sim, _reflect, state0[None], np.array([0.3, 0.01, 1.0]), n_frames, every_impact=True
     )
     tk = np.arange(n_frames) * T.FRAME_DT
     seg = np.searchsorted(t_land, tk, side="right")  # landings before each frame
@@ -197,7 +198,7 @@ def test_every_impact_hybrid_bouncing_cube(sim):
     want = np.array([CF.free_flight(jnp.asarray(starts[k]), tt - t_start[k]) for k, tt in zip(seg, tk, strict=True)])
     err = np.abs(frames[0, ~in_window, 4:7] - want[~in_window, 4:7]).max()
     assert err < BOUNCE_POS_TOL, err
-    assert int(stats["fired"][0]) == int(np.sum(np.asarray(t_land) < n_frames * T.FRAME_DT)) == 5
+    assert int(fired[0]) == int(np.sum(np.asarray(t_land) < n_frames * T.FRAME_DT)) == 5
 
 
 # --- the shipped surrogate and identification through it -------------------------------------------
@@ -251,12 +252,12 @@ def test_finetune_cube_corrects_a_systematic_error_and_leaves_a_right_model_alon
     def held_out_loss(model):  # mean example loss on held-out impacts, in the pretrained model's units
         return float(jnp.mean(jax.vmap(lambda x, y: model.example_loss(x, y, params, surrogate))(test, targets)))
 
-    tuned, report = L.finetune_cube(surrogate, fit, real(fit), params, key=jax.random.key(0))
-    before, after = held_out_loss(surrogate), held_out_loss(tuned)
-    assert report["steps"] > 0 and after < FINETUNE_GAIN * before, (before, after, report["reason"])
+    ft = L.finetune_cube(surrogate, fit, real(fit), params, key=jax.random.key(0))
+    before, after = held_out_loss(surrogate), held_out_loss(ft.model)
+    assert ft.steps > 0 and after < FINETUNE_GAIN * before, (before, after, ft.reason)
     right = np.asarray(jax.vmap(surrogate, in_axes=(0, None))(jnp.asarray(fit), params))
-    same, report = L.finetune_cube(surrogate, fit, right, params, key=jax.random.key(0))
-    assert report["steps"] == 0 and "unchanged" in report["reason"]
+    same = L.finetune_cube(surrogate, fit, right, params, key=jax.random.key(0))
+    assert same.steps == 0 and "unchanged" in same.reason
 
 
 # --- trajectory errors and the MuJoCo C fitter ---------------------------------------------------------
@@ -316,8 +317,9 @@ def test_pretrain_cube_learns_and_a_killed_run_resumes_to_the_same_weights(tmp_p
     clashx.generate(clashx.GenerateConfig(scene="cube-toss", n=96, seed=1, engine="c", out=str(data), chunk_size=96))
     cfg = dict(data=str(data), epochs=3, batch_size=16, width=16, depth=1, val_fraction=0.2)
     assert L.cube_pretrain_config("a.npz", "out").width == 160  # the cube's defaults
-    whole, result = L.pretrain_cube(L.PretrainConfig(out=str(tmp_path / "whole"), **cfg))
-    losses = [h["train_loss"] for h in result["history"]]
+    result = L.pretrain_cube(L.PretrainConfig(out=str(tmp_path / "whole"), **cfg))
+    whole = result.model
+    losses = [h["train_loss"] for h in result.history]
     assert losses[-1] < losses[0], losses
 
     def die_after_first(done, total, metrics):
@@ -327,10 +329,9 @@ def test_pretrain_cube_learns_and_a_killed_run_resumes_to_the_same_weights(tmp_p
     with pytest.raises(KeyboardInterrupt):
         L.pretrain_cube(L.PretrainConfig(out=str(tmp_path / "killed"), **cfg), progress=die_after_first)
     news = []
-    again, _ = L.pretrain_cube(L.PretrainConfig(out=str(tmp_path / "killed"), **cfg), report=news.append)
+    again = L.pretrain_cube(L.PretrainConfig(out=str(tmp_path / "killed"), **cfg), report=news.append).model
     assert any("resuming at epoch 2" in line for line in news), news
-    for a, b in zip(jax.tree.leaves(eqx.filter(whole, eqx.is_array)), jax.tree.leaves(eqx.filter(again, eqx.is_array))):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+    chex.assert_trees_all_close(eqx.filter(whole, eqx.is_array), eqx.filter(again, eqx.is_array), rtol=1e-6, atol=1e-7)
 
 
 # --- later impacts: generated bounce tosses, coverage, MJX's parameters between impacts ------------------
@@ -366,7 +367,7 @@ def test_fit_between_impacts_recovers_the_simulating_parameters(sim):
     p_imp = np.array([0.3, 0.01, 1.0])
     rest_true = np.array([0.4, 0.008, 0.8])
     impact = _StopModel(space=T.cube_space())
-    tracks = list(R.hybrid_tosses(sim, impact, states, p_imp, 40, rest_params=rest_true, every_impact=True))
+    tracks = list(R.hybrid_tosses(sim, impact, states, p_imp, 40, rest_params=rest_true, every_impact=True).frames)
     p, cost, _ = F.fit_between_impacts(
         sim, impact, states, p_imp, tracks, rest_true, key=jax.random.PRNGKey(0), population=4, generations=1
     )
@@ -395,7 +396,7 @@ def test_levenberg_marquardt_jacobian_is_the_residuals_central_differences(sim):
     from clashx.scenes import HALF
 
     states = np.array([[1.0, 0, 0, 0, 0, 0, HALF - 1e-4, 0, 0, 0.5, 1.0, 0.3, -0.05]])
-    real = np.asarray(R.hybrid_tosses(sim, _StopModel(space=T.cube_space()), states, [0.3, 0.01, 1.0], 6), np.float64)
+    real = np.asarray(R.hybrid_tosses(sim, _StopModel(space=T.cube_space()), states, [0.3, 0.01, 1.0], 6).frames)
     mask = np.ones(real.shape[:2], bool)
     z = np.array([[0.2, -0.3, 0.1]])
     with jax.enable_x64(True):
@@ -429,7 +430,7 @@ class _StopModel(eqx.Module):
 
 
 def _cost_at(sim, impact, states, p_imp, tracks, rest):
-    frames = R.hybrid_tosses(sim, impact, states, p_imp, 40, rest_params=rest, every_impact=True)
+    frames = R.hybrid_tosses(sim, impact, states, p_imp, 40, rest_params=rest, every_impact=True).frames
     real, mask = F.pad_tracks(tracks)
     return float(jnp.sum(F.trajectory_residuals(frames, real, mask) ** 2)), frames
 

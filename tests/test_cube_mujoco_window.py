@@ -8,15 +8,14 @@ import numpy as np
 import pytest
 
 from clashx.baselines import identify_mujoco_impacts, impact_speed_errors, mujoco_windows_c
+from clashx.core import quat_exp, quat_to_mat
 from clashx.scenes import (
     CORNER_SIGNS,
     CUBE_INERTIA,
     HALF,
     WINDOW,
     cube_space,
-    make_toss_sim,
-    quat_exp,
-    quat_to_mat,
+    make_toss_scene,
 )
 
 SAME_TOL = 1e-9  # the batch against a single MuJoCo C model stepped by hand: the same arithmetic
@@ -27,7 +26,7 @@ RECOVER_TOL = 0.02  # mean relative speed error of a fit to MuJoCo's own impacts
 
 @pytest.fixture(scope="module")
 def sim():
-    return make_toss_sim()
+    return make_toss_scene()
 
 
 def _corner_impacts(n: int, seed: int = 0) -> np.ndarray:
@@ -43,7 +42,7 @@ def _corner_impacts(n: int, seed: int = 0) -> np.ndarray:
 
 def _by_hand(sim, params: np.ndarray, inertia: float, pre: np.ndarray) -> np.ndarray:
     """The window on a MuJoCo C model compiled with the cube's inertia × `inertia`, stepped by mj_step."""
-    model = make_toss_sim(sim.settings, inertia_scale=inertia).mj_model()
+    model = make_toss_scene(sim.settings, inertia_scale=inertia).mj_model()
     space = cube_space()
     space.apply_c(model, space.rows(model), params)
     data = mujoco.MjData(model)
@@ -55,13 +54,13 @@ def _by_hand(sim, params: np.ndarray, inertia: float, pre: np.ndarray) -> np.nda
 
 
 def test_toss_sim_with_another_inertia(sim):
-    other = make_toss_sim(sim.settings, inertia_scale=1.5)
+    other = make_toss_scene(sim.settings, inertia_scale=1.5)
     b = mujoco.mj_name2id(sim.mj_model(), mujoco.mjtObj.mjOBJ_BODY, "cube")
     np.testing.assert_allclose(sim.mj_model().body_inertia[b], CUBE_INERTIA, rtol=1e-12)
     np.testing.assert_allclose(other.mj_model().body_inertia[b], 1.5 * CUBE_INERTIA, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(other.model.body_inertia[b]), 1.5 * CUBE_INERTIA, rtol=1e-6)  # MJX's
     with pytest.raises(ValueError, match="inertia_scale"):
-        make_toss_sim(inertia_scale=0.0)
+        make_toss_scene(inertia_scale=0.0)
 
 
 @pytest.mark.parametrize("inertia", [0.7, 1.0, 2.5])

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from clashx.baselines import identify_handler_impacts, identify_rigid_impacts, impact_posts, impact_speed_errors
+from clashx.core import quat_exp, quat_to_mat
 from clashx.learn import identify_cube
 from clashx.scenes import (
     CORNER_SIGNS,
@@ -15,8 +16,6 @@ from clashx.scenes import (
     RIGID_HIGH,
     RIGID_LOW,
     WINDOW,
-    quat_exp,
-    quat_to_mat,
     rigid_cube_window,
     rigid_from_unit,
     rigid_space,
@@ -106,7 +105,7 @@ def test_hybrid_takes_the_rigid_law_as_its_handler():
     """The one hybrid rule with the rigid law (4 parameters, MJX's 3 between impacts): a flat cube dropped with
     a forward speed leaves its first window in the law's state, and flies from there."""
     from clashx.hybrid import hybrid_tosses
-    from clashx.scenes import FRAME_DT, free_flight, make_toss_sim
+    from clashx.scenes import FRAME_DT, free_flight, make_toss_scene
 
     h, vx, n_frames = 0.1, 0.3, 40
     state0 = np.r_[1.0, 0, 0, 0, 0, 0, HALF + h, 0, 0, 0, vx, 0, 0]
@@ -115,9 +114,9 @@ def test_hybrid_takes_the_rigid_law_as_its_handler():
     params = np.array([0.7, 0.0, 0.5, 1.0])
     post = window(jnp.asarray(pre, jnp.float32), jnp.asarray(params, jnp.float32))
     frames = hybrid_tosses(
-        make_toss_sim(), rigid_cube_window, state0[None], params, n_frames, rest_params=np.array([0.3, 0.01, 1.0]),
+        make_toss_scene(), rigid_cube_window, state0[None], params, n_frames, rest_params=np.array([0.3, 0.01, 1.0]),
         every_impact=True,
-    )[0]  # fmt: skip
+    ).frames[0]  # fmt: skip
     t = np.arange(n_frames) * FRAME_DT
     t_out = t_land + WINDOW
     v_up = float(post[12])
@@ -203,14 +202,14 @@ def test_posterior_mean_of_a_certain_fit_is_its_single_rollout():
     and so is their mean (two different tosses, so that members stay with their toss); with a spread in e_n, the
     mean's bounce moves."""
     from clashx.hybrid import hybrid_tosses
-    from clashx.scenes import make_toss_sim
+    from clashx.scenes import make_toss_scene
     from clashx.workflows._cube_ensemble import ensemble_tosses
 
-    sim = make_toss_sim()
+    sim = make_toss_scene()
     state0 = np.array([np.r_[1.0, 0, 0, 0, 0, 0, HALF + h, 0, 0, 0, vx, 0, 0] for h, vx in ((0.1, 0.3), (0.15, -0.2))])
     params, rest, n_frames = np.array([0.7, 0.0, 0.5, 1.0]), np.array([0.3, 0.01, 1.0]), 40
     u_hat = np.asarray(rigid_to_unit(jnp.asarray(params)))
-    single = hybrid_tosses(sim, rigid_cube_window, state0, params, n_frames, rest_params=rest, every_impact=True)
+    single = hybrid_tosses(sim, rigid_cube_window, state0, params, n_frames, rest_params=rest, every_impact=True).frames
     certain = {"param_cov_unit": np.zeros((4, 4)), "tau": np.zeros(6)}
     mean = ensemble_tosses(
         sim, rigid_cube_window, rigid_from_unit, u_hat, certain, state0, n_frames, rest_params=rest, samples=2,

@@ -18,7 +18,7 @@ from cli_cases import recording as _recording
 from cli_cases import run as _run
 
 import clashx
-from clashx import StrikeSim
+from clashx import StrikeScene
 from clashx.core import _engine
 from clashx.events import _generate
 from clashx.surrogate import _cube
@@ -61,19 +61,19 @@ def test_engine_auto_is_the_default_and_help_says_so(capsys):
 
 def test_generate_records_the_resolved_engine_and_resumes_with_auto(tmp_path, monkeypatch, capsys):
     out = tmp_path / "a.npz"
-    real = StrikeSim.simulate_events
+    real = StrikeScene.simulate_events
 
     def dying(self, strikes, params, **kw):  # killed while simulating the second chunk
         if os.path.exists(str(out) + ".parts/chunk-00000.npz"):
             raise KeyboardInterrupt
         return real(self, strikes, params, **kw)
 
-    monkeypatch.setattr(StrikeSim, "simulate_events", dying)
+    monkeypatch.setattr(StrikeScene, "simulate_events", dying)
     assert _run([*GEN, "--n", "8", "--out", str(out)]) == 130  # Ctrl-C: one line, no traceback
     err = capsys.readouterr().err
     assert "stopped (Ctrl-C); rerun the same command to resume" in err and "Traceback" not in err
     assert not os.path.exists(str(out) + ".lock")
-    monkeypatch.setattr(StrikeSim, "simulate_events", real)
+    monkeypatch.setattr(StrikeScene, "simulate_events", real)
     manifest = json.loads((tmp_path / "a.npz.parts" / "manifest.json").read_text())
     expected = "c" if jax.default_backend() == "cpu" else "mjx"
     assert manifest["config"]["engine"] == expected
@@ -161,7 +161,7 @@ def test_a_damaged_model_folder_names_the_file_and_the_fix(files, tmp_path, caps
     run = _model_copy(files, tmp_path)
     damage(run)
     with pytest.raises(ValueError, match="clashx pretrain") as err:
-        clashx.load_surrogate(run)
+        clashx.load_strike_surrogate(run)
     assert str(run / file) in str(err.value) and words in str(err.value)
     out = tmp_path / "pred.npz"
     _fails(["predict", "--model", run, "--params", files["params"], "--events", files["events"], "--out", out],

@@ -38,7 +38,7 @@ def test_compliant_law_bounces_as_hunt_crossley_predicts(lam, v0):
 
 @pytest.mark.parametrize("shape", geo.SHAPES)
 def test_shipped_compliant_surrogate_follows_its_law(shape):
-    model = clashx.shipped_surrogate(shape, "compliant")
+    model = clashx.shipped_strike_surrogate(shape, "compliant")
     assert model.space == compliant_space()
     k_s, k_p = jax.random.split(jax.random.PRNGKey(7))
     strikes = np.asarray(sample_strikes(256, key=k_s), np.float64)
@@ -53,7 +53,7 @@ def test_family_average_weighs_the_families_equally():
     strikes = np.asarray(sample_strikes(8, key=jax.random.PRNGKey(1)), np.float64)
     fits, preds = {}, []
     for family in ("mujoco", "compliant"):
-        model = clashx.shipped_surrogate("triangle", family)
+        model = clashx.shipped_strike_surrogate("triangle", family)
         params = np.asarray(model.space.vector(), np.float64)
         fits[family] = LabFit(params, np.zeros_like(params), model, {}, np.arange(0), {})
         preds.append(np.asarray(clashx.predict(model, strikes, params), np.float64))
@@ -72,7 +72,7 @@ def test_family_config_and_bad_families():
     with pytest.raises(ValueError, match="at most once"):
         fit_families({}, "square", key=jax.random.PRNGKey(0), families=("mujoco", "mujoco"))
     with pytest.raises(ValueError, match="shipped surrogates"):
-        clashx.shipped_surrogate("square", "rigid")
+        clashx.shipped_strike_surrogate("square", "rigid")
 
 
 def test_cube_family_average_of_two_rotations_is_the_half_turn():
@@ -139,7 +139,7 @@ def test_cli_identifies_both_families_and_averages_their_predictions(tmp_path, c
     assert raw["weights"] == {"mujoco": 0.5, "compliant": 0.5}
     ref = 0.0
     for family, fit in raw["families"].items():
-        model = clashx.shipped_surrogate("square", family)
+        model = clashx.shipped_strike_surrogate("square", family)
         p = np.array([fit["params"][n] for n in model.space.names])
         # the loss the file reports is the surrogate's at the parameters it reports, each event weighed by the
         # weight the file reports for its label (the event file carries the labels' σ)
@@ -168,7 +168,7 @@ def test_cli_identifies_both_families_and_averages_their_predictions(tmp_path, c
     one = tmp_path / "compliant.json"
     one.write_text(json.dumps(raw["families"]["compliant"] | {"family": "compliant", "shape": "square"}))
     assert main(["evaluate", "--real", str(events), "--params", str(one), "--json", str(score)]) == 0
-    model = clashx.shipped_surrogate("square", "compliant")
+    model = clashx.shipped_strike_surrogate("square", "compliant")
     alone = clashx.predict(model, s, np.array([raw["families"]["compliant"]["params"][n] for n in model.space.names]))
     err = np.asarray(relative_error(alone, v, geo.characteristic_length("square")))
     assert json.loads(score.read_text())["alpha_accuracy"] == pytest.approx(np.mean(err <= 0.1))

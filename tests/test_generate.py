@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from clashx import StrikeSim, load_events, make_scene, strike_space
+from clashx import StrikeScene, load_events, make_scene, strike_space
 from clashx.core import block_override
 from clashx.events import _generate
 from clashx.workflows._cli import main as cli_main
@@ -49,7 +49,7 @@ def test_other_seed_other_data(tmp_path):
 def test_resume_after_a_kill_neither_loses_nor_redoes_chunks(tmp_path, monkeypatch):
     _generate.generate(_config(tmp_path, "whole.npz"))
     calls = []
-    real = StrikeSim.simulate_events
+    real = StrikeScene.simulate_events
 
     def dying(self, strikes, params, **kw):
         calls.append(len(strikes))
@@ -57,7 +57,7 @@ def test_resume_after_a_kill_neither_loses_nor_redoes_chunks(tmp_path, monkeypat
             raise KeyboardInterrupt  # killed while simulating the second chunk
         return real(self, strikes, params, **kw)
 
-    monkeypatch.setattr(StrikeSim, "simulate_events", dying)
+    monkeypatch.setattr(StrikeScene, "simulate_events", dying)
     cfg = _config(tmp_path, "resumed.npz")
     with pytest.raises(KeyboardInterrupt):
         _generate.generate(cfg)
@@ -65,7 +65,7 @@ def test_resume_after_a_kill_neither_loses_nor_redoes_chunks(tmp_path, monkeypat
     assert sorted(os.listdir(cfg.out + ".parts")) == ["chunk-00000.npz", "manifest.json"]
     calls.clear()
     monkeypatch.setattr(
-        StrikeSim, "simulate_events", lambda self, s, p, **kw: (calls.append(len(s)), real(self, s, p, **kw))[1]
+        StrikeScene, "simulate_events", lambda self, s, p, **kw: (calls.append(len(s)), real(self, s, p, **kw))[1]
     )
     _generate.generate(cfg)
     assert calls == [4, 2]  # chunk 0 was not redone; chunks 1 and 2 were made

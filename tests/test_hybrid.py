@@ -16,7 +16,7 @@ from clashx import hybrid as _hybrid
 from clashx.events._generate import sample_strikes
 from clashx.optimize import _optimize
 from clashx.scenes import _geometry as geo
-from clashx.scenes import _scenes, _strike
+from clashx.scenes import _mjcf, _strike
 from clashx.scenes import _strike_impact as hooks
 from clashx.workflows import _cli
 
@@ -58,7 +58,7 @@ def hybrid_sims(strike_sims):
 
     def get(shape):
         if shape not in cache:
-            cache[shape] = _hybrid.make_hybrid_sim(shape, sim=strike_sims(shape))
+            cache[shape] = _hybrid.make_strike_hybrid(shape, sim=strike_sims(shape))
         return cache[shape]
 
     return get
@@ -132,8 +132,8 @@ def test_mjx_hybrid_matches_the_c_fallback_with_per_world_parameters(hybrid_sims
     hs = hybrid_sims("square")
     strikes, params, _, oracle = square_oracle
     s, p = strikes[:8], params[:8]
-    c = _hybrid.hybrid_rollouts_c(hs, oracle, s, p)
-    m = _hybrid.hybrid_rollouts(hs, oracle, jnp.asarray(s), jnp.asarray(p))
+    c = _hybrid.strike_rollouts_c(hs, oracle, s, p)
+    m = _hybrid.strike_rollouts(hs, oracle, jnp.asarray(s), jnp.asarray(p))
     assert c.touched.all() and np.asarray(m.touched).all()
     np.testing.assert_allclose(np.asarray(m.t_touch), c.t_touch, atol=TOUCH_TOL_S)
     np.testing.assert_allclose(np.asarray(m.post_velocity), c.post_velocity, atol=1e-5)
@@ -141,7 +141,7 @@ def test_mjx_hybrid_matches_the_c_fallback_with_per_world_parameters(hybrid_sims
     assert d.max() < ENGINE_TOL_M, d
     # per-world parameters act per world: the same strike slides farther on less friction
     sp = hs.sim.space
-    two = _hybrid.hybrid_rollouts(
+    two = _hybrid.strike_rollouts(
         hs, oracle, jnp.asarray(s[[0, 0]]), jnp.asarray([sp.vector(mu2=0.1), sp.vector(mu2=0.9)])
     )
     reach = np.linalg.norm(np.asarray(two.rest_pose)[:, :2], axis=1)
@@ -151,7 +151,7 @@ def test_mjx_hybrid_matches_the_c_fallback_with_per_world_parameters(hybrid_sims
 def test_hybrid_with_the_true_velocity_lands_where_full_contact_does(hybrid_sims, square_oracle):
     hs = hybrid_sims("square")
     strikes, params, ev, oracle = square_oracle
-    h = _hybrid.hybrid_rollouts_c(hs, oracle, strikes, params)
+    h = _hybrid.strike_rollouts_c(hs, oracle, strikes, params)
     d = np.linalg.norm(h.rest_pose[:, :2] - ev.rest_pose[:, :2], axis=1)
     assert np.median(d) < ORACLE_MEDIAN_M and np.percentile(d, 90) < ORACLE_P90_M, d
     assert not h.clamped.any()
@@ -160,13 +160,13 @@ def test_hybrid_with_the_true_velocity_lands_where_full_contact_does(hybrid_sims
 def test_larger_steps_after_the_impact_keep_the_rest_pose(hybrid_sims, square_oracle):
     hs = hybrid_sims("square")
     strikes, params, _, oracle = square_oracle
-    fine = _hybrid.make_hybrid_sim(
-        "square", sim=_strike.make_strike_sim("square", _scenes.SolverSettings(dt_slide=1e-3)), dt_after=1e-3
+    fine = _hybrid.make_strike_hybrid(
+        "square", sim=_strike.make_strike_scene("square", _mjcf.SolverSettings(dt_slide=1e-3)), dt_after=1e-3
     )
     assert fine.dt == fine.dt_after == pytest.approx(1e-3)
     assert hs.dt == pytest.approx(4e-3) and hs.dt_after == pytest.approx(8e-3)
-    a = _hybrid.hybrid_rollouts_c(hs, oracle, strikes, params)
-    b = _hybrid.hybrid_rollouts_c(fine, oracle, strikes, params)
+    a = _hybrid.strike_rollouts_c(hs, oracle, strikes, params)
+    b = _hybrid.strike_rollouts_c(fine, oracle, strikes, params)
     d = np.linalg.norm(a.rest_pose[:, :2] - b.rest_pose[:, :2], axis=1)
     assert np.median(d) < STEP_MEDIAN_M, d
 
@@ -175,7 +175,7 @@ def test_larger_steps_after_the_impact_keep_the_rest_pose(hybrid_sims, square_or
 def test_gradient_through_a_hybrid_rollout_matches_finite_differences(hybrid_sims, mode):
     # reverse mode needs MJX's solver to run one Newton iteration (its loop is a while_loop otherwise,
     # mujoco#2259); forward mode goes through the scene's own 16-iteration solver
-    hs = _hybrid.make_hybrid_sim("square", differentiable=True) if mode == "grad" else hybrid_sims("square")
+    hs = _hybrid.make_strike_hybrid("square", differentiable=True) if mode == "grad" else hybrid_sims("square")
     handler = LinearHandler()
     with jax.enable_x64(True):
         hs64 = jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, hs)
@@ -183,7 +183,7 @@ def test_gradient_through_a_hybrid_rollout_matches_finite_differences(hybrid_sim
         def final_y(x):  # x = (v_pre, μ2): the block's y after 0.12 s
             strike = jnp.stack([jnp.asarray(1.4, jnp.float64), jnp.asarray(0.05, jnp.float64), x[0]])
             params = jnp.stack([jnp.asarray(0.5, jnp.float64), x[1], jnp.asarray(1.0, jnp.float64)])
-            r = _hybrid.hybrid_rollout(hs64, handler, strike, params, n_steps=30)
+            r = _hybrid.strike_rollout(hs64, handler, strike, params, n_steps=30)
             return r.rest_pose[1], jnp.ceil(r.t_touch / hs.dt - 1e-9)  # the step the touch is found on
 
         x0 = jnp.array([0.5, 0.4])
@@ -206,18 +206,18 @@ def test_cmaes_on_both_hybrid_engines_finds_the_same_strike(hybrid_sims):
     hs = hybrid_sims("square")
     sims = {("square", "hybrid"): hs}
     params = hs.sim.space.vector(mu2=0.4)
-    reach = _hybrid.hybrid_rollouts_c(hs, LinearHandler(), np.array([[1.2, 0.05, 0.6]]), params).rest_pose[0]
+    reach = _hybrid.strike_rollouts_c(hs, LinearHandler(), np.array([[1.2, 0.05, 0.6]]), params).rest_pose[0]
     config = _optimize.MBOConfig(population=8, generations=12)
     key = jax.random.PRNGKey(0)
     kw = dict(key=key, handler=LinearHandler(), sims=sims)
-    host = _optimize.optimize("cpu-hybrid", "square", params, np.zeros(3), reach, config, **kw)
-    jit = _optimize.optimize("mjx-hybrid", "square", params, np.zeros(3), reach, config, **kw)
+    host = _optimize.optimize_strike("cpu-hybrid", "square", params, np.zeros(3), reach, config, **kw)
+    jit = _optimize.optimize_strike("mjx-hybrid", "square", params, np.zeros(3), reach, config, **kw)
     for r in (host, jit):  # the engines differ by ~0.1 mm, so the searches part ways after a few generations
         pos, _ = _optimize.pose_error(r.rest_pose, jnp.asarray(reach, jnp.float32))
         assert float(pos) < 0.01  # a reachable target is found within a centimetre
         assert np.all(np.diff(np.asarray(r.history)) <= 0)  # best-so-far never worsens
     # the predicted rest pose is what the engine gives for the chosen strike
-    again = _hybrid.hybrid_rollouts_c(hs, LinearHandler(), np.asarray(host.strike, np.float64)[None], params)
+    again = _hybrid.strike_rollouts_c(hs, LinearHandler(), np.asarray(host.strike, np.float64)[None], params)
     np.testing.assert_allclose(again.rest_pose[0], np.asarray(host.rest_pose), atol=1e-5)
 
 
@@ -247,9 +247,9 @@ def test_cmaes_over_many_targets_is_each_targets_own_search(hybrid_sims):
     goals = np.array([[0.02, -0.12, 0.0], [0.15, 0.1, 0.9]])
     kw = dict(handler=LinearHandler(), sims=sims)
     key = jax.random.PRNGKey(1)
-    both = _optimize.optimize_many("cpu-hybrid", "square", params, starts, goals, config, key=key, **kw)
+    both = _optimize.optimize_strikes("cpu-hybrid", "square", params, starts, goals, config, key=key, **kw)
     for i, k in enumerate(jax.random.split(key, 2)):
-        one = _optimize.optimize("cpu-hybrid", "square", params, starts[i], goals[i], config, key=k, **kw)
+        one = _optimize.optimize_strike("cpu-hybrid", "square", params, starts[i], goals[i], config, key=k, **kw)
         np.testing.assert_allclose(np.asarray(both.strike[i]), np.asarray(one.strike), atol=STRIKE_ATOL)
         np.testing.assert_allclose(np.asarray(both.rest_pose[i]), np.asarray(one.rest_pose), atol=POSE_ATOL)
 
@@ -263,10 +263,10 @@ def test_start_frame_round_trip():
 
 
 def test_cli_optimize(tmp_path, capsys):
-    model = clashx.make_surrogate(
+    model = clashx.make_strike_surrogate(
         "square", key=jax.random.PRNGKey(0), width=16, depth=1, out_mean=[0.0, -0.6, 0.0] * 2, out_std=[0.01] * 6
     )
-    clashx.save_surrogate(tmp_path / "run", model)
+    clashx.save_strike_surrogate(tmp_path / "run", model)
     space = clashx.strike_space()
     named = dict(zip(space.names, space.vector(mu2=0.4).tolist()))
     (tmp_path / "p.json").write_text(json.dumps({"shape": "square", "params": named}))
@@ -328,7 +328,7 @@ def test_identify_from_rest_recovers_the_ground_friction(hybrid_sims):
     truth = sp.vector(mu2=0.3)
 
     def rest_of(s, p):
-        return _hybrid.hybrid_rollouts_c(hs, LinearHandler(), s, p).rest_pose
+        return _hybrid.strike_rollouts_c(hs, LinearHandler(), s, p).rest_pose
 
     rest = rest_of(strikes, np.broadcast_to(truth, (8, sp.size)))
     params, loss = _optimize.identify_from_rest(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -262,7 +261,7 @@ def test_ingest_recording(tmp_path):
     final = raw["final_pose"]
     np.testing.assert_allclose(ev["rest_pose"][:, :2], final[:, :2], atol=1.5e-3)
     np.testing.assert_allclose(ev["rest_pose"][:, 2], final[:, 2], atol=0.01)
-    assert json.loads(str(ev["meta"]))["lab"] == "synthetic"
+    assert ev.meta["lab"] == "synthetic"
     out = tmp_path / "events.npz"
     save_events(out, ev)
     back = load_events(out, scene="strike")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import chex
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,22 +34,22 @@ def small_model(small_data, tmp_path_factory):
     run = tmp_path_factory.mktemp("run") / "run"
     clashx.pretrain(
         clashx.PretrainConfig(data=str(small_data), out=str(run), epochs=3, batch_size=64, width=32, depth=2)
-    )
+    ).save(run)
     return run
 
 
 def test_save_load_round_trip_and_mismatch_errors(small_model, tmp_path):
-    model = clashx.load_surrogate(small_model, shape="square", space=clashx.make_strike_sim("square").space)
+    model = clashx.load_strike_surrogate(small_model, shape="square", space=clashx.make_strike_scene("square").space)
     s, p = jnp.array([1.0, 0.1, 0.5]), jnp.asarray(model.space.vector(mu1=0.3, mu2=0.4, e1=1.2, com_x=0.002))
-    clashx.save_surrogate(tmp_path / "copy", model)
-    again = clashx.load_surrogate(tmp_path / "copy")
+    clashx.save_strike_surrogate(tmp_path / "copy", model)
+    again = clashx.load_strike_surrogate(tmp_path / "copy")
     np.testing.assert_array_equal(np.asarray(model(s, p)), np.asarray(again(s, p)))
     with pytest.raises(ValueError, match="for the 'square' block, not 'triangle'"):
-        clashx.load_surrogate(small_model, shape="triangle")
+        clashx.load_strike_surrogate(small_model, shape="triangle")
     with pytest.raises(ValueError, match="conditioned on parameters"):
-        clashx.load_surrogate(small_model, space=clashx.cube_space())
+        clashx.load_strike_surrogate(small_model, space=clashx.cube_space())
     with pytest.raises(FileNotFoundError, match="no surrogate.json"):
-        clashx.load_surrogate(tmp_path / "nothing-here")
+        clashx.load_strike_surrogate(tmp_path / "nothing-here")
 
 
 def test_pretrain_resumes_and_refuses_other_settings(small_data, small_model):
@@ -54,7 +57,11 @@ def test_pretrain_resumes_and_refuses_other_settings(small_data, small_model):
     assert meta["epoch"] == 3 and len(meta["history"]) == 3
     cfg = clashx.PretrainConfig(data=str(small_data), out=str(small_model), epochs=3, batch_size=64, width=32, depth=2)
     result = clashx.pretrain(cfg)  # all epochs done: resumes at the end, trains nothing more
-    assert len(result["history"]) == 3
+    assert len(result.history) == 3 and result.n_train + result.n_val == 300
+    # the same events in memory (no file, no checkpoints) give the same weights
+    in_memory = clashx.pretrain(dataclasses.replace(cfg, data=clashx.load_events(small_data), out=None))
+    chex.assert_trees_all_equal(eqx.filter(in_memory.model, eqx.is_array), eqx.filter(result.model, eqx.is_array))
+    assert "PretrainResult(model=StrikeSurrogate(...)" in repr(in_memory) and len(repr(in_memory)) < 400
     with pytest.raises(ValueError, match="other settings"):
         clashx.pretrain(
             clashx.PretrainConfig(
@@ -65,7 +72,7 @@ def test_pretrain_resumes_and_refuses_other_settings(small_data, small_model):
 
 def test_pretrain_killed_mid_run_resumes_to_the_same_weights(small_data, tmp_path):
     cfg = dict(data=str(small_data), epochs=3, batch_size=64, width=16, depth=1)
-    clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "whole"), **cfg))
+    whole = clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "whole"), **cfg)).model
 
     def die_after_first(done, total, metrics):
         if done == 1:
@@ -74,10 +81,8 @@ def test_pretrain_killed_mid_run_resumes_to_the_same_weights(small_data, tmp_pat
     with pytest.raises(KeyboardInterrupt):
         clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg), progress=die_after_first)
     assert json.loads((tmp_path / "cut" / "checkpoint.json").read_text())["epoch"] == 1
-    clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg))
-    whole, cut = clashx.load_surrogate(tmp_path / "whole"), clashx.load_surrogate(tmp_path / "cut")
-    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(cut), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    cut = clashx.pretrain(clashx.PretrainConfig(out=str(tmp_path / "cut"), **cfg)).model
+    chex.assert_trees_all_equal(eqx.filter(whole, eqx.is_array), eqx.filter(cut, eqx.is_array))
 
 
 def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_path, capsys):
@@ -119,7 +124,7 @@ def test_cli_identify_finetune_evaluate_predict(small_data, small_model, tmp_pat
     result = json.loads(open(out).read())
     assert (tmp_path / "eval.png").exists() and result["n_events"] == 50
     ev = clashx.load_events(data)
-    model = clashx.load_surrogate(tuned)
+    model = clashx.load_strike_surrogate(tuned)
     p = np.array([written["params"][n] for n in model.space.names])
     pred = np.asarray(clashx.predict(model, ev["strike"][10:60], p))
     expect = clashx.alpha_accuracy(pred, ev["post_velocity"][10:60], geo.characteristic_length("square"), 0.1)
@@ -143,7 +148,7 @@ def test_mirror_flips_vx_wz_dx_dyaw_and_com_x():
 
 def _surrogate_with_signal(key):
     """A random surrogate whose output depends clearly on every parameter."""
-    return clashx.make_surrogate(
+    return clashx.make_strike_surrogate(
         "square", key=key, width=32, depth=2, out_mean=[0.1, -0.8, 2.0, 0.0, -0.01, 0.02], out_std=[0.3, 0.3, 3.0] * 2
     )
 
@@ -194,11 +199,12 @@ def test_finetune_corrects_a_systematic_error_and_leaves_a_right_model_alone():
     def real(s):  # "reality": the model's outcome, 15 % faster
         return 1.15 * np.asarray(clashx.predict(model, s, params))
 
-    tuned, report = clashx.finetune(model, strikes, real(strikes), params, key=jax.random.PRNGKey(0))
+    ft = clashx.finetune(model, strikes, real(strikes), params, key=jax.random.PRNGKey(0))
+    tuned, report = ft.model, ft.to_dict()
     before = np.median(np.asarray(clashx.relative_error(clashx.predict(model, test, params), real(test), length)))
     after = np.median(np.asarray(clashx.relative_error(clashx.predict(tuned, test, params), real(test), length)))
     assert report["steps"] > 0 and after < 0.5 * before, (before, after, report["reason"])
-    same, report = clashx.finetune(
+    same = clashx.finetune(
         model, strikes, np.asarray(clashx.predict(model, strikes, params)), params, key=jax.random.PRNGKey(0)
     )
-    assert report["steps"] == 0 and "unchanged" in report["reason"]
+    assert same.steps == 0 and "unchanged" in same.reason and same.model is model

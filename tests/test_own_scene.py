@@ -80,15 +80,16 @@ def test_hybrid_engines_agree_and_differentiate(pipeline):
     launch, params = scene.sample_inputs(8, key=jax.random.PRNGKey(11))
     nq = scene.c_model().nq
     q0, v0 = launch[:, :nq], launch[:, nq:]
-    q_c, _, info = rollouts_c(scene, model, params, q0, v0, 600, until_rest=False)
-    states, _ = rollouts(scene, model, params, q0, v0, 600)
-    np.testing.assert_array_equal(np.asarray(states.rule.impacts), info["impacts"])
+    info = rollouts_c(scene, model, params, q0, v0, 600, until_rest=False)
+    q_c = info.qpos
+    states = rollouts(scene, model, params, q0, v0, 600)
+    np.testing.assert_array_equal(np.asarray(states.rule.impacts), info.impacts)
     np.testing.assert_allclose(np.asarray(states.data.qpos), q_c, atol=RULE_TOL)
     q_full, _ = full_rollouts_c(scene, params, q0, v0, 600)
-    assert np.all(info["impacts"] >= 1) and np.all(np.linalg.norm(q_full[:, 2:4] - q0[:, 2:4], axis=1) > 0.02)
+    assert np.all(info.impacts >= 1) and np.all(np.linalg.norm(q_full[:, 2:4] - q0[:, 2:4], axis=1) > 0.02)
 
     def puck_end(p):  # the puck's position 0.25 s after launch, world 0, as a function of its parameters
-        s, _ = rollouts(scene, model, p[None], q0[:1], v0[:1], 250)
+        s = rollouts(scene, model, p[None], q0[:1], v0[:1], 250)
         return s.data.qpos[0, 2:4]
 
     p0 = jnp.asarray(params[0], jnp.float32)

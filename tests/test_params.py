@@ -11,7 +11,7 @@ import pytest
 
 from clashx.core._mjx import mjx
 from clashx.scenes import _geometry as geo
-from clashx.scenes import _scenes, _strike
+from clashx.scenes import _mjcf, _strike
 
 # Every field MuJoCo derives from the written ones; the edited XML is printed to 10 significant digits.
 FIELDS = (
@@ -36,8 +36,8 @@ def _values(sim, seed):
 
 
 def _edited(sim, values) -> mujoco.MjModel:
-    xml = _scenes.strike_xml(sim.shape, sim.settings, params=dict(zip(sim.space.names, values)))
-    return sim.space.prepare(_scenes.compile_xml(xml))
+    xml = _mjcf.strike_xml(sim.shape, sim.settings, params=dict(zip(sim.space.names, values)))
+    return sim.space.prepare(_mjcf.compile_xml(xml))
 
 
 def _assert_fields(get_a, get_b, rtol, what):

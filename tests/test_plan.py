@@ -42,7 +42,7 @@ ERROR_ATOL = 2e-3  # model_error of labels 20 % off, against (0.2 / 1.2)² less 
 
 @pytest.fixture(scope="module")
 def square():
-    return clashx.shipped_surrogate("square")
+    return clashx.shipped_strike_surrogate("square")
 
 
 def test_face_centre_strike_tells_little_about_mu1(square):

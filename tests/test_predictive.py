@@ -75,7 +75,7 @@ def _noisy(model, strikes, params, length, rng):
 
 
 def _strike():
-    model = clashx.shipped_surrogate("square")
+    model = clashx.shipped_strike_surrogate("square")
     space, length = model.space, geo.characteristic_length("square")
     params = space.vector()
     rng = np.random.default_rng(0)

@@ -95,7 +95,8 @@ def c_bounce(ball):
     """The bouncing ball on the C fallback, to rest (2 s at most), with its trajectory's lowest point."""
     handler = Bounce(ball.window, RESTITUTION)
     q0, v0, p = _drop(ball)
-    q, v, info = rollouts_c(ball, handler, p, q0, v0, 2000)
+    info = rollouts_c(ball, handler, p, q0, v0, 2000)
+    q, v = info.qpos, info.qvel
     return handler, (q0, v0, p), (q, v, info)
 
 
@@ -104,8 +105,8 @@ def test_every_fast_bounce_goes_through_the_handler_and_the_ball_comes_to_rest(b
     _, _, (q, v, info) = c_bounce
     e = RESTITUTION * (1.0 - 0.2 * (ball.space.vector(dampratio=0.5)[2] - 0.5))
     expected = _bounces(DROP_SPEED, e, ball)
-    assert (info["impacts"] == len(expected)).all(), (info["impacts"], expected)
-    assert (info["steps"] < 2000).all()  # at rest before the limit
+    assert (info.impacts == len(expected)).all(), (info.impacts, expected)
+    assert (info.steps < 2000).all()  # at rest before the limit
     assert np.abs(q[:, 1]).max() < REST_TOL_M  # on the table, not through it
     assert (np.abs(v) < ball.rest_speed).all()
 
@@ -116,7 +117,8 @@ def test_bounces_follow_the_handler_between_impacts(ball):
     q0, v0, p = _drop(ball, n=1)
     e = RESTITUTION * (1.0 - 0.2 * (p[0, 2] - 0.5))
     apex_ideal = [(s * e) ** 2 / (2 * G) for s in _bounces(DROP_SPEED, e, ball)[:3]]
-    states, _, shown = rollouts(ball, handler, p, q0, v0, 900, record_every=1)
+    states = rollouts(ball, handler, p, q0, v0, 900, record_every=1)
+    shown = states.frames
     z = np.asarray(shown[0, :, 1])
     touches = np.flatnonzero((z[1:-1] < z[:-2]) & (z[1:-1] <= z[2:]))  # local minima: the touches
     apexes = [z[a:b].max() for a, b in zip(touches[:-1], touches[1:], strict=True)][:3]
@@ -126,9 +128,10 @@ def test_bounces_follow_the_handler_between_impacts(ball):
 
 def test_mjx_and_the_c_fallback_run_the_same_rule(ball, c_bounce):
     handler, (q0, v0, p), _ = c_bounce
-    q_c, _, info = rollouts_c(ball, handler, p, q0, v0, 600, until_rest=False)
-    states, _ = rollouts(ball, handler, p, q0, v0, 600)
-    np.testing.assert_array_equal(np.asarray(states.rule.impacts), info["impacts"])
+    info = rollouts_c(ball, handler, p, q0, v0, 600, until_rest=False)
+    q_c = info.qpos
+    states = rollouts(ball, handler, p, q0, v0, 600)
+    np.testing.assert_array_equal(np.asarray(states.rule.impacts), info.impacts)
     np.testing.assert_allclose(np.asarray(states.data.qpos)[:, :2], q_c[:, :2], atol=ENGINES_TOL_M)
 
 
@@ -137,24 +140,27 @@ def test_a_resting_ball_is_the_engines(ball):
     q0 = np.array([[0.0, 0.0, 0.0], [0.0, -1e-4, 0.0]])
     v0 = np.array([[0.5, 0.0, 0.5 / 0.03], [0.0, 0.0, 0.0]])  # rolling; at rest
     p = np.tile(ball.space.vector(), (2, 1))
-    q, _, info = rollouts_c(ball, Bounce(ball.window, RESTITUTION), p, q0, v0, 300, until_rest=False)
+    info = rollouts_c(ball, Bounce(ball.window, RESTITUTION), p, q0, v0, 300, until_rest=False)
+    q = info.qpos
     q_full, _ = full_rollouts_c(ball, p, q0, v0, 300)
-    assert (info["impacts"] == 0).all()
+    assert (info.impacts == 0).all()
     np.testing.assert_allclose(q[:, :2], q_full[:, :2], atol=RESTING_TOL_M)
 
 
 def test_a_non_finite_prediction_falls_back_to_the_engine(ball):
     """The handler's NaN is counted and the touch is MuJoCo's: the ball still bounces off the table."""
     q0, v0, p = _drop(ball)
-    q, _, info = rollouts_c(ball, NaNHandler(), p, q0, v0, 1500)
-    assert (info["impacts"] == 0).all() and (info["nonfinite"] >= 1).all()
+    info = rollouts_c(ball, NaNHandler(), p, q0, v0, 1500)
+    q = info.qpos
+    assert (info.impacts == 0).all() and (info.nonfinite >= 1).all()
     assert np.isfinite(q).all() and np.abs(q[:, 1]).max() < REST_TOL_M
 
 
 def test_the_energy_guard_caps_a_handler_that_adds_energy(ball):
     handler = Bounce(ball.window, 1.5)  # e > 1
     q0, v0, p = _drop(ball, n=1, vx=0.0)
-    states, _, shown = rollouts(ball, handler, p, q0, v0, 600, record_every=1)
+    states = rollouts(ball, handler, p, q0, v0, 600, record_every=1)
+    shown = states.frames
     assert int(states.rule.clamped[0]) == int(states.rule.impacts[0]) >= 2
     apex = (DROP_SPEED**2) / (2 * G) * (1 + ball.gate.energy_slack)
     assert float(np.asarray(shown)[0, 50:, 1].max()) <= apex + FLIGHT_TOL_M
@@ -204,7 +210,7 @@ def test_jacfwd_through_the_mjx_hybrid_matches_central_differences(ball):
     def height(x):  # the ball's height 0.2 s after launch, as a function of its damping ratio and launch speed
         pp = jnp.asarray(p, jnp.float32).at[0, 2].set(x[0])
         vv = jnp.asarray(v0, jnp.float32).at[0, 0].set(x[1])
-        s, _ = rollouts(ball, handler, pp, jnp.asarray(q0, jnp.float32), vv, 200)
+        s = rollouts(ball, handler, pp, jnp.asarray(q0, jnp.float32), vv, 200)
         return jnp.stack([s.data.qpos[0, 1], s.data.qpos[0, 0]])
 
     x0 = jnp.array([0.5, 0.3], jnp.float32)
@@ -271,8 +277,9 @@ def test_a_free_box_bounces_on_the_rule(box):
     q0 = np.array([[0.0, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0]])
     v0 = np.array([[0.4, 0.0, -1.0, 0.0, 0.0, 3.0]])
     p = box.space.vector()[None]
-    q, v, info = rollouts_c(box, Flat(), p, q0, v0, 2000)
-    assert int(info["impacts"][0]) >= 2
+    info = rollouts_c(box, Flat(), p, q0, v0, 2000)
+    q = info.qpos
+    assert int(info.impacts[0]) >= 2
     m = box.c_model()
     assert q[0, 2] == pytest.approx(m.geom_size[1][2], abs=REST_TOL_M)  # resting flat on its face
     assert abs(np.linalg.norm(q[0, 3:7]) - 1.0) < 1e-6

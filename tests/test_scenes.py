@@ -9,7 +9,7 @@ import pytest
 
 import clashx
 from clashx.events._events import validate_events
-from clashx.scenes._registry import SCENES
+from clashx.scenes._by_name import SCENES
 
 
 @pytest.fixture(scope="module", params=SCENES)

@@ -28,7 +28,7 @@ from clashx.scenes._geometry import characteristic_length
 n_dev = jax.local_device_count()
 mesh = batch_mesh()
 assert (mesh is None) == (n_dev == 1), n_dev
-sim = clashx.make_strike_sim("square")
+sim = clashx.make_strike_scene("square")
 strikes = sample_strikes(6, key=jax.random.PRNGKey(0))  # 6: blocks of 3 per device, no padding
 params = sim.space.sample(6, key=jax.random.PRNGKey(1))
 ev = _strike.simulate_strikes_mjx(sim, strikes, params, to_rest=False)
@@ -36,7 +36,7 @@ if n_dev > 1:
     assert len(ev.post_velocity.sharding.device_set) == n_dev, ev.post_velocity.sharding
 odd = map_batched(lambda x: jnp.sin(x) * x[0], jnp.arange(15.0).reshape(5, 3), batch_size=2)  # padded: 5 rows
 
-model = clashx.shipped_surrogate("square")
+model = clashx.shipped_strike_surrogate("square")
 s, p = shard_batch((strikes, params))
 v = jnp.asarray(ev.post_velocity)
 length = characteristic_length("square")

@@ -41,7 +41,7 @@ def angle(qa, qb):
     """Rotation angle (rad) between unit quaternions, (..., 4), well conditioned near zero."""
     qa, qb = np.asarray(qa, np.float64), np.asarray(qb, np.float64)
     rel = np.asarray(
-        jax.vmap(T.quat_mul)(jnp.asarray(qa.reshape(-1, 4) * [1, -1, -1, -1]), jnp.asarray(qb.reshape(-1, 4)))
+        jax.vmap(clashx.core.quat_mul)(jnp.asarray(qa.reshape(-1, 4) * [1, -1, -1, -1]), jnp.asarray(qb.reshape(-1, 4)))
     )
     return (2 * np.arctan2(np.linalg.norm(rel[:, 1:], axis=1), np.abs(rel[:, 0]))).reshape(qa.shape[:-1])
 
@@ -69,7 +69,7 @@ def test_state_conversion_round_trip():
 
 def test_state_conventions_match_mujoco():
     """One MuJoCo C step from a state moves it as the dataset's conventions say (ω body, v world)."""
-    sim = T.make_toss_sim()
+    sim = T.make_toss_scene()
     m = sim.mj_model()
     d = mujoco.MjData(m)
     for s in random_states(3, seed=1):
@@ -107,7 +107,7 @@ def toss_batch():
 
 @pytest.fixture(scope="module")
 def sims():
-    sim = T.make_toss_sim()
+    sim = T.make_toss_scene()
     states, params = toss_batch()
     mjx_ev = jax.tree.map(np.asarray, T.simulate_tosses(sim, jnp.asarray(states), jnp.asarray(params), N_FRAMES))
     c_ev = T.simulate_tosses_c(sim, states, params, N_FRAMES)
@@ -171,7 +171,7 @@ def test_sampler_and_events():
     assert (low > lo - 1e-6).all() and (low < hi + 1e-6).all()
     np.testing.assert_allclose(np.linalg.norm(states[:, :4], axis=1), 1, atol=1e-6)
     T.cube_space().check(params)
-    sim = T.make_toss_sim()
+    sim = T.make_toss_scene()
     ev = T.toss_events(sim, states[:3], params[:3], engine="c")  # batch of 3, as `sims`: no recompilation
     out = validate_events(ev)
     assert str(out["source"]) == "mujoco-c" and str(out["scene"]) == "cube-toss"
@@ -316,7 +316,7 @@ def test_ingest_real_tosses():
     for tid in np.unique(every["toss_id"][later]):  # after the toss's first impact, in order
         rows = every["t_impact"][every["toss_id"] == tid]
         assert (np.diff(rows) > T.WINDOW).all()
-    meta = json.loads(ev["meta"])
+    meta = ev.meta
     assert meta["n_tosses"] == 350
     assert len(ev["toss_id"]) >= 340, meta["skipped"]
     assert 0.97 < meta["length_scale"] < 0.99  # the README's "about 2 %"
@@ -338,4 +338,4 @@ def test_ingest_real_tosses():
     assert r["v_horizontal"][0] <= vh.min() and vh.max() <= r["v_horizontal"][1]
     assert r["vz"][0] <= init[:, 12].min() and init[:, 12].max() <= r["vz"][1]
     assert np.linalg.norm(init[:, 7:10], axis=1).max() <= r["omega"][1]
-    assert ev["t_impact"].max() + T.WINDOW < T.make_toss_sim().n_event_frames * T.FRAME_DT
+    assert ev["t_impact"].max() + T.WINDOW < T.make_toss_scene().n_event_frames * T.FRAME_DT

@@ -18,7 +18,7 @@ from clashx.events._generate import sample_strikes
 from clashx.hybrid import _strike_slide
 from clashx.hybrid import _strike_track as tm
 from clashx.scenes import _strike, _strike_c
-from clashx.surrogate._strike_surrogate import shipped_surrogate
+from clashx.surrogate._strike_surrogate import shipped_strike_surrogate
 
 NOISE = (5e-4, 4e-3)  # the lab's motion-capture noise: position (m), yaw (rad)
 GRAD_RTOL = 1e-3  # forward mode through MJX's slide against central differences (float64): measured 2e-5
@@ -52,7 +52,7 @@ def simulated_recording(sim, strikes, params, *, seed, duration=0.8):
 
 def test_hybrid_track_loss_gradient_matches_central_differences(strike_sims):
     """d(track loss)/d(params) by forward mode through the surrogate and MJX's slide, against differences."""
-    model32 = shipped_surrogate("square")
+    model32 = shipped_strike_surrogate("square")
     with jax.enable_x64(True):
         sim = as_float64(strike_sims("square"))
         model = jax.tree.map(lambda a: a.astype(jnp.float64) if eqx_float(a) else a, model32)
@@ -134,7 +134,7 @@ import jax, numpy as np
 import clashx
 from clashx.learn._lab_fit import fit_recording
 rec = dict(np.load(sys.argv[1]))
-fit = fit_recording(clashx.shipped_surrogate("square"), clashx.make_strike_sim("square"), rec, key=jax.random.PRNGKey(0))
+fit = fit_recording(clashx.shipped_strike_surrogate("square"), clashx.make_strike_scene("square"), rec, key=jax.random.PRNGKey(0))
 print(json.dumps({"mu2": fit.report["ground"]["mu2"], "std_finite": bool(np.isfinite(fit.std).all()),
                   "total_s": fit.report["times"]["total_s"]}))
 """
@@ -159,15 +159,15 @@ def test_fit_without_a_scene_refuses_the_mujoco_side_steps():
     from clashx.learn import LabFitConfig, fit_recording
 
     with pytest.raises(ValueError, match="local=None"):
-        fit_recording(shipped_surrogate("square"), None, {}, key=jax.random.PRNGKey(0))
+        fit_recording(shipped_strike_surrogate("square"), None, {}, key=jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="labels='stop-time'"):
-        fit_recording(shipped_surrogate("square"), None, {}, key=jax.random.PRNGKey(0),
+        fit_recording(shipped_strike_surrogate("square"), None, {}, key=jax.random.PRNGKey(0),
                       config=LabFitConfig(labels="sim", local=None))  # fmt: skip
 
 
 def test_identify_recovers_mass_and_centre_of_mass_through_the_surrogate():
     """Velocities the surrogate gives at known parameters (2 % noise): the block's physics comes back."""
-    model = shipped_surrogate("square")
+    model = shipped_strike_surrogate("square")
     sp = model.space
     truth = sp.vector(mu1=0.4, mu2=0.35, e1=1.5, mass=0.28, com_x=0.005, com_y=-0.004, torsion=0.01)
     strikes = np.asarray(sample_strikes(30, key=jax.random.PRNGKey(5)), np.float64)
@@ -190,7 +190,7 @@ def test_finetuning_on_tracks_corrects_a_systematic_speed_error(simulated_square
     from clashx.learn._track_finetune import finetune_on_tracks
 
     sim, truth, recording = simulated_square
-    good = shipped_surrogate("square")
+    good = shipped_strike_surrogate("square")
     slow = eqx.tree_at(lambda m: (m.out_mean, m.out_std), good, (good.out_mean * 0.85, good.out_std * 0.85))
     strikes = np.asarray(recording["strike"])
     true = _strike_c.simulate_strikes_c(sim, strikes, np.tile(truth, (len(strikes), 1)), to_rest=False).post_velocity
@@ -201,7 +201,8 @@ def test_finetuning_on_tracks_corrects_a_systematic_speed_error(simulated_square
 
     # one scale error, ten exact tracks: folds of two strikes differ a lot in size, so one standard error will do
     config = FinetuneConfig(max_steps=12, lr=1e-2, scope="affine", significance=1.0)
-    tuned, report = finetune_on_tracks(slow, sim, recording, truth, key=jax.random.PRNGKey(0), config=config)
-    assert report["steps"] > 0, report["reason"]
-    assert report["cv_curve"][report["steps"]] < report["cv_curve"][0]
+    ft = finetune_on_tracks(slow, sim, recording, truth, key=jax.random.PRNGKey(0), config=config)
+    tuned = ft.model
+    assert ft.steps > 0, ft.reason
+    assert ft.cv_curve[ft.steps] < ft.cv_curve[0]
     assert error(tuned) < TRACK_FT_GAIN * error(slow), (error(tuned), error(slow), error(good))

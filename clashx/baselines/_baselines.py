@@ -31,8 +31,9 @@ from ..core import Array, Float, PRNGKeyArray, as_float64, event_weights, levenb
 from ..events import relative_error, speed_scale, speed_vector
 from ..events import speed_residuals as metrics_speed_residuals
 from ..optimize import cmaes_in_box
-from ..scenes import StrikeSim, simulate_strike, simulate_strikes_c
+from ..scenes import StrikeScene, simulate_strike, simulate_strikes_c
 from ..scenes import geometry as geo
+from ..surrogate import MLP, make_mlp
 
 # MuJoCo's defaults for a contact pair: friction 1 (sliding) and solref (0.02, 1), i.e. damping ratio 1.
 # The time constant stays the scene's 0.005 s (SCENE.md); μ1 = μ2 = 1 and e1 = 1 are the nominal values,
@@ -41,12 +42,12 @@ NOMINAL_CONTACT = {"mu1": 1.0, "mu2": 1.0, "e1": 1.0}
 CONTACT_NAMES = ("mu1", "mu2", "e1")  # SCENE.md's three: the "3 parameters" variants identify these only
 
 
-def nominal_params(sim: StrikeSim) -> np.ndarray:
+def nominal_params(sim: StrikeScene) -> np.ndarray:
     """MuJoCo's nominal model of the scene as a value vector of `sim.space` (p,)."""
     return sim.space.vector(**{k: v for k, v in NOMINAL_CONTACT.items() if k in sim.space.names})
 
 
-def _free_columns(sim: StrikeSim, free) -> list[int]:
+def _free_columns(sim: StrikeScene, free) -> list[int]:
     return [sim.space.index(n) for n in (free if free is not None else sim.space.names)]
 
 
@@ -85,7 +86,7 @@ def relative_mse(pred: Float[Array, "... 3"], true: Float[Array, "... 3"], lengt
 
 
 def predict_c(
-    sim: StrikeSim, strikes: Float[np.ndarray, "n 3"], params, *, nthread: int = 0
+    sim: StrikeScene, strikes: Float[np.ndarray, "n 3"], params, *, nthread: int = 0
 ) -> Float[np.ndarray, "n 3"]:
     """Post-impact velocities of `strikes` on MuJoCo C with one parameter vector.
 
@@ -105,7 +106,7 @@ def predict_c(
 
 
 def identify_cmaes(
-    sim: StrikeSim,
+    sim: StrikeScene,
     strikes: Float[np.ndarray, "n 3"],
     velocities: Float[np.ndarray, "n 3"],
     *,
@@ -198,22 +199,22 @@ def identify_cmaes(
 _Z_MAX = 4.0  # logits stay in [-4, 4] (unit 0.018 … 0.982) so that the sigmoid's slope does not vanish
 
 
-def mjx_post_velocity(sim: StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"]) -> Float[Array, "3"]:
+def mjx_post_velocity(sim: StrikeScene, strike: Float[Array, "3"], params: Float[Array, "3"]) -> Float[Array, "3"]:
     """Post-impact velocity of one strike on MJX (contact phase only); batch with `jax.vmap`."""
     return simulate_strike(sim, strike, params, to_rest=False).post_velocity
 
 
-def _params_of_logits(sim: StrikeSim, z: Float[Array, "3"]) -> Float[Array, "3"]:
+def _params_of_logits(sim: StrikeScene, z: Float[Array, "3"]) -> Float[Array, "3"]:
     return sim.space.from_unit(jax.nn.sigmoid(z))
 
 
 @eqx.filter_jit
-def _mjx_predict(sim: StrikeSim, strikes, params):
+def _mjx_predict(sim: StrikeScene, strikes, params):
     return jax.vmap(mjx_post_velocity, in_axes=(None, 0, None))(sim, strikes, params)
 
 
 def predict_mjx(
-    sim: StrikeSim, strikes: Float[np.ndarray, "n 3"], params, *, x64: bool = True
+    sim: StrikeScene, strikes: Float[np.ndarray, "n 3"], params, *, x64: bool = True
 ) -> Float[np.ndarray, "n 3"]:
     """Post-impact velocities (n, 3) of `strikes` on MJX with one parameter vector; compiled once per (scene, n, x64).
 
@@ -228,7 +229,7 @@ def predict_mjx(
 
 @eqx.filter_jit
 def mjx_velocity_jacobian(
-    sim: StrikeSim, strikes: Float[Array, "n 3"], params: Float[Array, "3"]
+    sim: StrikeScene, strikes: Float[Array, "n 3"], params: Float[Array, "3"]
 ) -> tuple[Float[Array, "n 3"], Float[Array, "n 3 3"]]:
     """MJX post-impact velocities (n, 3) and their Jacobian (n, 3, 3) w.r.t. (μ1, μ2, e1), by forward mode.
 
@@ -250,7 +251,7 @@ def mjx_velocity_jacobian(
 
 
 @eqx.filter_jit
-def _velocity_jacobians(sim: StrikeSim, strikes, params):
+def _velocity_jacobians(sim: StrikeScene, strikes, params):
     """`mjx_velocity_jacobian` for every row of `params` (s, 3) at once: s × n worlds in one batch."""
     return jax.vmap(lambda p: mjx_velocity_jacobian(sim, strikes, p))(params)
 
@@ -264,7 +265,7 @@ def _residual_gain(velocities: np.ndarray, length: float, weights: np.ndarray) -
 
 
 def _residual_terms(
-    sim: StrikeSim, strikes, velocities, z: np.ndarray, cols, base_z, weights: np.ndarray
+    sim: StrikeScene, strikes, velocities, z: np.ndarray, cols, base_z, weights: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Residuals (s, 3n) of `identify_mjx`'s loss at logits z (s, k) of the free columns (every start
     of the search at once), each event's scaled by √weight, and their Jacobians (s, 3n, k) w.r.t. z."""
@@ -286,7 +287,7 @@ def _residual_terms(
 
 
 def identify_mjx(
-    sim: StrikeSim,
+    sim: StrikeScene,
     strikes: Float[np.ndarray, "n 3"],
     velocities: Float[np.ndarray, "n 3"],
     *,
@@ -389,7 +390,7 @@ class VelocityMLP(eqx.Module):
     `mlp` is trained; `scale` is an array so that a new value does not recompile.
     """
 
-    mlp: eqx.nn.MLP
+    mlp: MLP
     scale: Float[Array, ""]
     length: float = eqx.field(static=True)
 
@@ -418,7 +419,7 @@ def _init_mlp(strikes, targets, length: float, key: PRNGKeyArray, scale: float |
     targets = jnp.asarray(targets, jnp.float32)
     if scale is None:
         scale = float(jnp.sqrt(jnp.mean(jnp.sum(speed_vector(targets, length) ** 2, axis=-1))))
-    mlp = eqx.nn.MLP(4, 3, config.width, config.depth, activation=jax.nn.gelu, key=key)
+    mlp = make_mlp(4, 3, config.width, config.depth, activation=jax.nn.gelu, key=key)
     return (
         VelocityMLP(mlp=mlp, scale=jnp.asarray(max(float(scale), 1e-6), jnp.float32), length=float(length)),
         strikes,

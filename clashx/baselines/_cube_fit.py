@@ -40,7 +40,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, ParamSpace, PRNGKeyArray, as_float64, levenberg_marquardt
+from ..core import (
+    Array,
+    Float,
+    ParamSpace,
+    PRNGKeyArray,
+    as_float64,
+    levenberg_marquardt,
+    quat_conj,
+    quat_log,
+    quat_mul,
+    quat_to_mat,
+)
 from ..core import batch as _batch
 from ..hybrid import hybrid_tosses, rest_rollout
 from ..optimize import cmaes_in_box
@@ -50,13 +61,10 @@ from ..scenes import (
     FRAME_DT,
     HALF,
     WINDOW,
-    TossSim,
-    quat_mul,
-    quat_to_mat,
+    TossScene,
     rigid_cube_window,
     rigid_from_unit,
 )
-from ..surrogate import quat_conj, quat_log
 
 WIDTH = 2 * HALF  # m
 HORIZONS = (40, 80)  # frames from the first: the errors' short horizons (beside the whole recording)
@@ -99,7 +107,7 @@ def trajectory_errors(sim_tracks, real_tracks: list[np.ndarray]) -> dict:
 
 
 def rollout_c(
-    sim: TossSim,
+    sim: TossScene,
     states0: np.ndarray,
     params: np.ndarray,
     n_frames: int,
@@ -161,7 +169,7 @@ def trajectory_residuals(sim_tracks, real_tracks, mask) -> Float[Array, "r"]:
 
 
 def identify_sysid(
-    sim: TossSim,
+    sim: TossScene,
     initial_states: np.ndarray,
     tracks: list[np.ndarray],
     *,
@@ -220,7 +228,7 @@ def identify_sysid(
 
 
 @eqx.filter_jit
-def _mjx_terms(sim: TossSim, starts, t_starts, real, mask, z):
+def _mjx_terms(sim: TossScene, starts, t_starts, real, mask, z):
     """Residuals (s, m) and their Jacobians (s, m, 3) w.r.t. the logits z (s, 3), by forward mode through
     `rest_rollout` (every start of the search in one batch of s × tosses worlds)."""
 
@@ -241,7 +249,7 @@ def _mjx_terms(sim: TossSim, starts, t_starts, real, mask, z):
 
 
 def identify_trajectory_mjx(
-    sim: TossSim,
+    sim: TossScene,
     starts: np.ndarray,
     t_starts: np.ndarray,
     tracks: list[np.ndarray],
@@ -298,7 +306,7 @@ def identify_trajectory_mjx(
 
 
 def fit_between_impacts(
-    sim: TossSim,
+    sim: TossScene,
     impact: Callable,
     initial_states: Float[np.ndarray, "n 13"],
     params: Float[np.ndarray, "p"],
@@ -355,7 +363,7 @@ def fit_between_impacts(
             rest_params=np.repeat(rest, n, 0),
             every_impact=True,
             block=k * n,
-        ).reshape(k, n, n_frames, 13)
+        ).frames.reshape(k, n, n_frames, 13)
         return np.array([float(jnp.sum(trajectory_residuals(f, real, mask) ** 2)) for f in frames])
 
     u0 = np.clip(np.asarray(sim.space.to_unit(jnp.asarray(rest0)), np.float64), 0.02, 0.98)
@@ -421,7 +429,11 @@ def impact_posts(
 
 
 def mujoco_windows_c(
-    sim: TossSim, space: ParamSpace, pre: Float[np.ndarray, "n 13"], params: Float[np.ndarray, "k p"], nthread: int = 0
+    sim: TossScene,
+    space: ParamSpace,
+    pre: Float[np.ndarray, "n 13"],
+    params: Float[np.ndarray, "k p"],
+    nthread: int = 0,
 ) -> np.ndarray:
     """MuJoCo C's post-window states (k, n, 13) of impacts `pre` at k parameter vectors of `space`.
 
@@ -457,7 +469,7 @@ def _identify_impacts(name: str, posts: Callable, from_unit: Callable, dim: int,
 
 
 def identify_mujoco_impacts(
-    sim: TossSim,
+    sim: TossScene,
     space: ParamSpace,
     pre: Float[np.ndarray, "n 13"],
     post: Float[np.ndarray, "n 13"],

@@ -60,7 +60,7 @@ import numpy as np
 from ..core import PRNGKeyArray
 from ..events import read_tracks
 from ..hybrid import strike_tracks_c
-from ..scenes import StrikeSim
+from ..scenes import StrikeScene
 from ._baselines import Identified
 
 # mujoco.minimize.least_squares options.  eps: forward-difference step in unit-cube coordinates: the
@@ -96,7 +96,7 @@ def track_residuals(sim_poses: list[np.ndarray], poses: list[np.ndarray], noise)
 
 
 def identify_tracks_sysid(
-    sim: StrikeSim,
+    sim: StrikeScene,
     recording: dict,
     *,
     rows=None,

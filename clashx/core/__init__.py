@@ -1,11 +1,12 @@
 """Shared foundations: array types, parameter spaces, the MuJoCo C batch helper, MJX import, engine choice, the batching policy, model-folder I/O, sharding."""
 
-from . import _batch as batch  # noqa: F401  (a namespace: clashx.core.batch)
+from . import _batching as batch  # noqa: F401  (a namespace: clashx.core.batch, the MuJoCo C helpers)
 from ._batching import block_override as block_override
 from ._batching import block_size as block_size
 from ._batching import in_blocks as in_blocks
 from ._batching import model_world_bytes as model_world_bytes
 from ._batching import world_bytes as world_bytes
+from ._checks import ParameterError as ParameterError
 from ._checks import check_finite_model as check_finite_model
 from ._checks import check_outputs_apart as check_outputs_apart
 from ._checks import check_seed as check_seed
@@ -31,6 +32,14 @@ from ._mjx import mjx as mjx
 from ._params import Layout as Layout
 from ._params import ParamSpace as ParamSpace
 from ._params import Target as Target
+from ._quat import quat_conj as quat_conj
+from ._quat import quat_exp as quat_exp
+from ._quat import quat_log as quat_log
+from ._quat import quat_mul as quat_mul
+from ._quat import quat_to_mat as quat_to_mat
+from ._results import Result as Result
+from ._results import short_repr as short_repr
+from ._results import to_json as to_json
 from ._shard import batch_mesh as batch_mesh
 from ._shard import constrain_batch as constrain_batch
 from ._shard import map_batched as map_batched

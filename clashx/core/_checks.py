@@ -16,11 +16,40 @@ import numpy as np
 SEED_LIMIT = 2**32  # jax.random.PRNGKey keeps 32 bits of a seed without x64: 2**32 would be seed 0 again
 
 
-def check_seed(seed: int, flag: str = "--seed") -> int:
-    """`seed` if it is an integer in [0, 2**32), else a ValueError naming `flag` and the range."""
+class ParameterError(ValueError):
+    """A bad argument of a library call: it names the parameter, the value given and the fix.
+
+    The library names its own parameters (`GenerateConfig(chunk_size=0): must be positive`);
+    the command line translates the parameter into its flag (`--chunk-size 0: must be positive`,
+    `flag_message`), so a Python user is never told about flags and a shell user never about
+    keyword arguments.
+
+    Attributes:
+        param: the parameter's name, as the function or config spells it.
+        value: the value given.
+        why: what is wrong and how to fix it.
+        owner: the function or config the parameter belongs to ("" if none).
+    """
+
+    def __init__(self, param: str, value, why: str, owner: str = ""):
+        self.param, self.value, self.why, self.owner = param, value, why, owner
+        where = f"{owner}({param}={value!r})" if owner else f"{param}={value!r}"
+        super().__init__(f"{where}: {why}")
+
+    def flag_message(self, flag: str) -> str:
+        """The message with `flag` in the parameter's place: "--chunk-size 0: must be positive"."""
+        value = self.value
+        if isinstance(value, tuple | list):
+            value = " ".join(map(str, value))
+        shown = repr(value) if isinstance(value, str) else str(value)
+        return f"{flag} {shown}: {self.why}"
+
+
+def check_seed(seed: int, param: str = "seed") -> int:
+    """`seed` if it is an integer in [0, 2**32), else a `ParameterError` naming `param` and the range."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < SEED_LIMIT:
-        raise ValueError(
-            f"{flag} {seed!r}: a seed is a whole number from 0 to {SEED_LIMIT - 1} (JAX's PRNG keeps 32 bits)"
+        raise ParameterError(
+            param, seed, f"a seed is a whole number from 0 to {SEED_LIMIT - 1} (JAX's PRNG keeps 32 bits)"
         )
     return int(seed)
 

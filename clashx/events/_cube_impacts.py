@@ -26,14 +26,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, PRNGKeyArray
+from ..core import Array, Float, PRNGKeyArray, quat_mul, quat_to_mat
 from ..scenes import (
     CORNER_SIGNS,
     HALF,
-    TossSim,
+    TossScene,
     lowest_corner_z,
-    quat_mul,
-    quat_to_mat,
     sample_toss_inputs,
     toss_events,
 )
@@ -135,7 +133,7 @@ def sample_bounce_inputs(n: int, *, key: PRNGKeyArray) -> tuple[np.ndarray, np.n
     return states, np.asarray(params)
 
 
-def generate_bounce_events(sim: TossSim, n: int, *, key: PRNGKeyArray, engine: str = "c") -> dict:
+def generate_bounce_events(sim: TossScene, n: int, *, key: PRNGKeyArray, engine: str = "c") -> dict:
     """First-impact events of `n` tosses drawn by `sample_bounce_inputs`, as a "cube-toss" event dict.
 
     `impact` is 1 on every row (they stand for later impacts); meta records the ranges.

@@ -52,13 +52,17 @@ Scalar string keys: `format` (= FORMAT), `scene`, `shape` ("" for the cube),
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
+
+from ..core import Result
 
 FORMAT = "clashx.events/1"
 
@@ -119,6 +123,111 @@ OPTIONAL = {"strike": {"release_pose", "post_velocity_std"}, "cube-toss": {"impa
 
 class EventFileError(ValueError):
     """A bad event file or event array: the message names the file, key, row and fix."""
+
+
+_SCALARS = ("format", "scene", "shape", "source")
+
+
+@dataclasses.dataclass(frozen=True, repr=False, eq=False)
+class Events(Result, Mapping[str, Any]):
+    """Validated collision events of one scene: N rows of the scene's columns, and what the file says of them.
+
+    What `clashx.load_events`, `clashx.ingest_strike_file` and `clashx.ingest_cube_tosses`
+    return, and what `clashx.save_events` writes.  The columns of each scene are in the
+    module docstring (`clashx.events._events`); read one as `events["post_velocity"]`
+    (a read-only array with N rows).  `events.select(rows)` keeps some rows;
+    `events.to_arrays()` gives the plain dict of arrays an .npz holds.
+
+    Attributes:
+        columns: the scene's columns by name, each (N, ...) (read-only NumPy arrays).
+        scene: "strike", "cube-toss" or "pair".
+        shape: the strike's block shape or a pair scene's name ("" for the cube).
+        source: where the events came from ("mjx", "mujoco-c", "strike-lab", "contactnets", ...).
+        meta: the file's metadata (parameter space, ranges, solver settings, versions, seed, ...).
+        path: the file read, if any.
+    """
+
+    columns: Mapping[str, np.ndarray]
+    scene: str
+    shape: str = ""
+    source: str = ""
+    meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    path: str | None = None
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any], where: str = "events", path: str | None = None) -> Events:
+        """Validate an event dict (`validate_events`: raises `EventFileError` naming `where`) into `Events`."""
+        checked = validate_events(arrays, where=where)
+        columns = {}
+        for k in SCHEMAS[str(checked["scene"])]:
+            a = np.array(checked[k])
+            a.flags.writeable = False
+            columns[k] = a
+        return cls(columns, str(checked["scene"]), str(checked["shape"]), str(checked["source"]),
+                   meta_dict(checked), path)  # fmt: skip
+
+    @property
+    def n(self) -> int:
+        """The number of events (rows)."""
+        return int(next(iter(self.columns.values())).shape[0])
+
+    def select(self, rows) -> Events:
+        """The events at `rows` (an index array, a boolean mask or a slice)."""
+        cols = {}
+        for k, v in self.columns.items():
+            a = np.array(v[rows])
+            a.flags.writeable = False
+            cols[k] = a
+        return dataclasses.replace(self, columns=cols)
+
+    def __or__(self, other: Mapping[str, Any]) -> Events:
+        """These events with some columns (or `meta`, `source`, ...) replaced, as `dict | dict` does; validated."""
+        return Events.from_arrays(self.to_arrays() | dict(other), where="events", path=self.path)
+
+    def to_arrays(self) -> dict[str, Any]:
+        """The plain dict of arrays an event file holds (`meta` as JSON text), for `numpy.savez`."""
+        out: dict[str, Any] = {k: np.array(v) for k, v in self.columns.items()}
+        out.update({k: np.asarray(self[k]) for k in _SCALARS})
+        out["meta"] = np.asarray(json.dumps(dict(self.meta)))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: the columns as lists, the scalars and the metadata."""
+        return {"scene": self.scene, "shape": self.shape, "source": self.source, "n": self.n,
+                "meta": dict(self.meta), "columns": {k: v.tolist() for k, v in self.columns.items()}}  # fmt: skip
+
+    def __repr__(self) -> str:
+        cols = ", ".join(f"{k}{list(v.shape[1:]) if v.ndim > 1 else ''}" for k, v in self.columns.items())
+        where = f", path={self.path!r}" if self.path else ""
+        return f"Events(scene={self.scene!r}, shape={self.shape!r}, source={self.source!r}, n={self.n}, columns=[{cols}]{where})"
+
+    # the Mapping protocol: columns by name, and the file's scalar keys as an .npz holds them
+    def __getitem__(self, key: str) -> Any:
+        if key in self.columns:
+            return self.columns[key]
+        if key == "format":
+            return np.asarray(FORMAT)
+        if key in _SCALARS:
+            return np.asarray(getattr(self, key))
+        if key == "meta":
+            return self.meta
+        raise KeyError(f"{key!r}: {self.scene} events have the columns {sorted(self.columns)}")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.columns
+        yield from _SCALARS
+        yield "meta"
+
+    def __len__(self) -> int:
+        return len(self.columns) + len(_SCALARS) + 1
+
+
+def meta_dict(events: Mapping[str, Any]) -> dict[str, Any]:
+    """The `meta` of an event dict or `Events` as a dict, whether it is held parsed or as JSON text."""
+    meta = events.get("meta", "{}")
+    if isinstance(meta, Mapping):
+        return dict(meta)
+    return json.loads(str(meta.item() if isinstance(meta, np.ndarray) else meta))
 
 
 def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, np.ndarray]:
@@ -204,6 +313,8 @@ def _with_scalars(out: dict[str, np.ndarray], events: dict[str, Any], where: str
     for key in ("format", "scene", "shape", "source"):
         out[key] = np.asarray(str(events.get(key, FORMAT if key == "format" else "")))
     meta = events.get("meta", "{}")
+    if isinstance(meta, Mapping):
+        meta = json.dumps(dict(meta))
     meta = meta if isinstance(meta, str) else (meta.item() if isinstance(meta, np.ndarray) else json.dumps(meta))
     try:
         parsed = json.loads(meta)
@@ -271,30 +382,68 @@ def read_npz(path: str | os.PathLike, what: str = ".npz file") -> dict[str, np.n
         raise EventFileError(f"{path}: a damaged {what} ({type(e).__name__}: {e}); write it again") from None
 
 
-def save_events(path: str | os.PathLike, events: dict[str, Any]) -> None:
-    """Validate `events` and write them to `path` atomically (nothing is half-written)."""
-    atomic_savez(path, validate_events(events, where=str(path)))
+def save_events(path: str | os.PathLike, events: Mapping[str, Any]) -> None:
+    """Validate `events` (an `Events` or a dict of arrays) and write them to `path` atomically (nothing is half-written)."""
+    arrays = events.to_arrays() if isinstance(events, Events) else events
+    atomic_savez(path, validate_events(arrays, where=str(path)))
 
 
-def load_events(path: str | os.PathLike, scene: str | None = None) -> dict[str, Any]:
-    """Read and validate an event file; with `scene`, also require that scene.
+def load_events(path: str | os.PathLike, scene: str | None = None) -> Events:
+    """Read and validate an event file.
 
-    Returns a dict of arrays; `meta` is returned parsed, as a dict, under `meta`.
+    Args:
+        path: an .npz written by `save_events` (`clashx generate`, `clashx ingest`, or your own).
+        scene: require events of this scene ("strike", "cube-toss", "pair").
+
+    Returns:
+        The file's `Events`.
+
+    Raises:
+        EventFileError: naming the file, the key, the first bad row and the fix.
     """
     path = os.fspath(path)
     return events_from_arrays(read_npz(path, ".npz event file"), path, scene)
 
 
-def events_from_arrays(raw: dict[str, np.ndarray], path: str, scene: str | None = None) -> dict[str, Any]:
+def recording_arrays(recording: str | os.PathLike | Mapping[str, Any], where: str) -> tuple[dict[str, Any], str]:
+    """A strike recording's arrays and its name for messages: read from a file (`read_npz`), or as given.
+
+    Every function that takes a recording (`clashx.fit_recording`, `clashx.fit_families`) takes a path
+    (e.g. `clashx.lab_recording("square", "fit")`) or the arrays (`dict(np.load(path))`).
+    """
+    if isinstance(recording, str | os.PathLike):
+        path = os.fspath(recording)
+        return read_npz(path, ".npz strike recording"), path
+    return dict(recording), where
+
+
+def as_events(data: str | os.PathLike | Mapping[str, Any], scene: str | None = None) -> Events:
+    """Events from a file (`load_events`), or given in memory (`Events`, or a dict of arrays, validated).
+
+    Every function that reads events takes either, so that arrays made in Python need no file.
+    """
+    if isinstance(data, str | os.PathLike):
+        return load_events(data, scene)
+    events = data if isinstance(data, Events) else Events.from_arrays(data, where="events (in memory)")
+    if scene is not None and events.scene != scene:
+        raise EventFileError(f"events (in memory): {events.scene!r} events; this needs {scene!r} events")
+    return events
+
+
+def event_source(events: Events) -> str:
+    """How messages name events: their file, or "events (in memory)"."""
+    return events.path or "events (in memory)"
+
+
+def events_from_arrays(raw: Mapping[str, Any], path: str, scene: str | None = None) -> Events:
     """`load_events` on an .npz's arrays already read from `path` (named in the errors)."""
     if str(raw.get("format", "")) != FORMAT:
         raise EventFileError(f"{path}: {_not_events(raw, path)}")
-    events = validate_events(raw, where=path)
-    if n_events(events) == 0:
+    events = Events.from_arrays(raw, where=path, path=path)
+    if events.n == 0:
         raise EventFileError(f"{path}: holds no events (0 rows); nothing to read")
-    if scene is not None and str(events["scene"]) != scene:
-        raise EventFileError(f"{path}: holds {str(events['scene'])!r} events; this command needs {scene!r} events")
-    events["meta"] = json.loads(str(events["meta"]))
+    if scene is not None and events.scene != scene:
+        raise EventFileError(f"{path}: holds {events.scene!r} events; this command needs {scene!r} events")
     return events
 
 
@@ -315,23 +464,25 @@ def _not_events(raw: dict[str, np.ndarray], path: str) -> str:
     return f"'format' is {str(raw['format'])!r}; expected {FORMAT!r}"
 
 
-def n_events(events: dict[str, Any]) -> int:
+def n_events(events: Mapping[str, Any]) -> int:
     """Number of events (rows) in an event dict."""
     key = next(iter(SCHEMAS[str(events["scene"])]))
     return int(np.asarray(events[key]).shape[0])
 
 
-def select(events: dict[str, Any], rows) -> dict[str, Any]:
+def select(events: Mapping[str, Any], rows) -> Mapping[str, Any]:
     """The events at `rows` (an index array or slice), other keys unchanged."""
+    if isinstance(events, Events):
+        return events.select(rows)
     schema = SCHEMAS[str(events["scene"])]
     return {k: (np.asarray(v)[rows] if k in schema else v) for k, v in events.items()}
 
 
-def concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Concatenate event dicts of one scene row-wise; scalar keys come from the first."""
+def concat(parts: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Concatenate event dicts (or `Events`) of one scene row-wise; scalar keys come from the first."""
     scene = str(parts[0]["scene"])
     schema = SCHEMAS[scene]
-    out = dict(parts[0])
+    out = parts[0].to_arrays() if isinstance(parts[0], Events) else dict(parts[0])
     for k in schema:
         if any(k not in p for p in parts):
             if k not in OPTIONAL[scene]:

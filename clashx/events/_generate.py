@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..core import block_size, check_seed, describe_changes, resolve_engine, write_json
+from ..core import ParameterError, Result, block_size, check_seed, describe_changes, resolve_engine, write_json
 from ..scenes import AbstractImpactScene, make_scene
 from ..scenes import geometry as geo
 from ..scenes import sample_strikes as sample_strikes
@@ -53,7 +53,8 @@ class GenerateConfig:
     """What to generate.
 
     Attributes:
-        scene: "strike", "cube-toss", or a user's `PairScene` as "module:Class" / "path/file.py:Class".
+        scene: "strike", "cube-toss", a user's `PairScene` as "module:Class" / "path/file.py:Class",
+            or a scene object (`clashx.load_scene(...)`, your `PairScene` instance).
         shape: block shape for the strike scene ("" for the cube).
         n: number of events.
         seed: PRNG seed; same seed and chunk size, same data.
@@ -68,7 +69,7 @@ class GenerateConfig:
             for a lab); default (): a draw from its prior per event.
     """
 
-    scene: str
+    scene: str | AbstractImpactScene
     out: str
     n: int
     seed: int = 0
@@ -79,20 +80,23 @@ class GenerateConfig:
     params: tuple[float, ...] = ()
 
     def __post_init__(self):
-        if self.scene not in SCENES and ":" not in self.scene:
-            raise ValueError(
-                f"--scene {self.scene!r}: expected one of {', '.join(SCENES)}, or MODULE:CLASS of your scene"
+        own = "GenerateConfig"
+        if isinstance(self.scene, AbstractImpactScene):
+            pass
+        elif not isinstance(self.scene, str) or (self.scene not in SCENES and ":" not in self.scene):
+            raise ParameterError(
+                "scene", self.scene, f"expected one of {', '.join(SCENES)}, MODULE:CLASS of your scene, or a scene", own
             )
         if self.scene == "strike":
             geo.check_shape(self.shape)
         if self.engine not in ENGINES:
-            raise ValueError(f"--engine {self.engine!r}: expected one of {', '.join(ENGINES)}")
+            raise ParameterError("engine", self.engine, f"expected one of {', '.join(ENGINES)}", own)
         if self.n < 1:
-            raise ValueError(f"--n {self.n}: need at least one event")
+            raise ParameterError("n", self.n, "need at least one event", own)
         if self.chunk_size < 1:
-            raise ValueError(f"--chunk-size {self.chunk_size}: must be positive")
+            raise ParameterError("chunk_size", self.chunk_size, "must be positive", own)
         if not str(self.out).endswith(".npz"):
-            raise ValueError(f"--out {self.out!r}: event files end in .npz")
+            raise ParameterError("out", self.out, "event files end in .npz", own)
 
 
 def versions() -> dict[str, str]:
@@ -106,12 +110,45 @@ def versions() -> dict[str, str]:
     return out
 
 
+def scene_spec(scene: str | AbstractImpactScene) -> str:
+    """The name a run records for its scene: the string given, or "module:Class" of a scene object."""
+    if isinstance(scene, str):
+        return scene
+    return f"{type(scene).__module__}:{type(scene).__qualname__}"
+
+
 def _manifest(config: GenerateConfig, scene: AbstractImpactScene) -> dict:
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
     return {
-        "config": dataclasses.asdict(config) | {"out": os.path.basename(config.out)},
+        "config": fields | {"scene": scene_spec(config.scene), "out": os.path.basename(config.out)},
         "versions": versions(),
         **scene.describe(),
     }
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class GenerateResult(Result):
+    """What `generate` wrote.
+
+    Attributes:
+        path: the event file.
+        n: events in it.
+        touched: events whose pair touched (the rest: no impact within the scene's approach time).
+        engine: the engine that simulated them ("mjx" or "c": "auto" resolved).
+        manifest: the JSON stored in the file's `meta` (config, versions, ranges, solver settings).
+    """
+
+    path: str
+    n: int
+    touched: int
+    engine: str
+    manifest: dict[str, Any]
+
+
+def _result(config: GenerateConfig, manifest: dict) -> GenerateResult:
+    events = _events.load_events(config.out)
+    touched = int(np.sum(events["touched"])) if "touched" in events.columns else events.n
+    return GenerateResult(config.out, events.n, touched, config.engine, manifest)
 
 
 def generate(
@@ -119,7 +156,7 @@ def generate(
     *,
     progress: Callable[[int, int], None] | None = None,
     report: Callable[[str], None] | None = None,
-) -> dict:
+) -> GenerateResult:
     """Generate `config.n` events into `config.out`, resuming a killed run.
 
     Args:
@@ -129,19 +166,23 @@ def generate(
         report: called with a line of news for the user: a resumed run, a damaged chunk made again.
 
     Returns:
-        The manifest (config, versions, ranges, solver settings) also stored in the file's `meta`.
+        A `GenerateResult`: the file, its counts, the engine and the manifest stored in its `meta`.
 
     Raises:
         ValueError: if `OUT.parts/` holds chunks of a run with other settings (names each one).
+
+    Example:
+        >>> res = clashx.generate(clashx.GenerateConfig(scene="cube-toss", n=1000, out="cube.npz"))
+        >>> events = clashx.load_events(res.path)
     """
     config = dataclasses.replace(config, engine=resolve_engine(config.engine, cpu="c", accelerator="mjx"))
     report = report or (lambda line: None)
-    scene = make_scene(config.scene, config.shape)
+    scene = config.scene if isinstance(config.scene, AbstractImpactScene) else make_scene(config.scene, config.shape)
     manifest = _manifest(config, scene)
     root = jax.random.PRNGKey(check_seed(config.seed))
     parts = config.out + ".parts"
     if os.path.exists(config.out) and not os.path.isdir(parts):
-        return _finished(config.out, manifest, report)
+        return _result(config, _finished(config.out, manifest, report))
     _open_parts(parts, manifest, report)
     try:
         events = _chunks(scene, config, parts, root, progress, report)
@@ -154,7 +195,7 @@ def generate(
     events["meta"] = json.dumps(manifest)
     _events.save_events(config.out, events)
     shutil.rmtree(parts)
-    return manifest
+    return _result(config, manifest)
 
 
 def _chunks(scene, config: GenerateConfig, parts: str, root, progress, report) -> dict:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..scenes import SHAPES, STRIKE_NAMES, STRIKE_RANGES
+from ..scenes import RELEASE_AFTER, SHAPES, STRIKE_NAMES, STRIKE_RANGES
 from ._events import EventFileError
 
 # The scene's physical scale (SCENE.md): strikes of at most 0.8 m/s send the block off at under 2 m/s, within a
@@ -19,7 +19,6 @@ from ._events import EventFileError
 MAX_POSITION = 10.0  # m from the origin
 MAX_SPEED = 10.0  # m/s between consecutive samples (lab A: 0.94 at most)
 MAX_SPIN = 100.0  # rad/s between consecutive samples (lab A: 10 at most; the same track in degrees: 570)
-RELEASE_AFTER = 0.02  # s from first touch to the arm pulling the striker away (SCENE.md)
 MIN_SLIDE_SAMPLES = 4  # samples at or after release that a touched strike needs
 REQUIRED_KEYS = ("offsets", "t", "block_pose", "strike", "touched", "t_first_touch", "shape")
 

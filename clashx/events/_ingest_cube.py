@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..scenes import CORNER_SIGNS, FRAME_DT, GRAVITY, HALF, WINDOW, crossing_time, free_flight, lowest_corner_z
-from ._events import EventFileError, read_npz
+from ._events import EventFileError, Events, read_npz
 
 MARGIN = 0.002  # m: frames with the lowest corner this close to the table are not used as free flight
 MIN_FLIGHT_FRAMES = 4  # frames of free flight needed to fit one
@@ -429,7 +429,7 @@ def ingest_cube_tosses(
     length_scale: float | None = None,
     window: float = WINDOW,
     impacts: str = "all",
-) -> dict:
+) -> Events:
     """The impact events of the recorded tosses in `path` (source "contactnets").
 
     Args:
@@ -441,7 +441,7 @@ def ingest_cube_tosses(
             within each toss; "first": the first impact of each toss only.
 
     Returns:
-        A "cube-toss" event dict (`clashx.events._events`), states in the simulator's
+        "cube-toss" `Events` (`clashx.events._events`), states in the simulator's
         frame, rows ordered by toss then impact; a toss whose first impact cannot be
         read gives no rows.  `initial_state` is the toss's (the same on all its rows)
         and `t_impact` counts from its first frame.  meta lists the skipped tosses
@@ -480,7 +480,7 @@ def ingest_cube_tosses(
         "skipped": skipped,
         "skipped_later_flights": skipped_later,
     }
-    return {
+    arrays = {
         "scene": "cube-toss",
         "shape": "",
         "source": "contactnets",
@@ -493,3 +493,4 @@ def ingest_cube_tosses(
         "impact": np.array([o[5] for o in out], np.int64),
         "meta": json.dumps(meta),
     }
+    return Events.from_arrays(arrays, where=os.fspath(path))

@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from ..scenes import footprint_com
-from ._events import EventFileError, read_npz, validate_events
+from ._events import EventFileError, Events, read_npz, validate_events
 from ._ingest_checks import MIN_SLIDE_SAMPLES as MIN_SLIDE_SAMPLES
 from ._ingest_checks import RELEASE_AFTER as RELEASE_AFTER
 from ._ingest_checks import REQUIRED_KEYS as REQUIRED_KEYS
@@ -481,18 +481,18 @@ def track_label_sigma(raw: dict[str, Any], where: str = "recording") -> np.ndarr
     return slides_label_sigma(recording_slides(raw, where))
 
 
-def ingest_strike_file(path: str | os.PathLike) -> dict[str, np.ndarray]:
+def ingest_strike_file(path: str | os.PathLike) -> Events:
     """Load a strike recording (`.npz`, module docs), validate it and return its strike event dict.
 
     Args:
         path: the recording, e.g. the output of `strike_lab.py --out`.
 
     Returns:
-        The event dict of `ingest_strike_lab`; write it with `clashx.events._events.save_events`.
+        The strike `Events` of `ingest_strike_lab`; write them with `clashx.save_events`.
 
     Raises:
         EventFileError: for a missing or unreadable file and for any bad content (names file, strike and fix).
     """
     path = os.fspath(path)
     raw = read_npz(path, ".npz strike recording")
-    return ingest_strike_lab(raw, where=path)
+    return Events.from_arrays(ingest_strike_lab(raw, where=path), where=path)

@@ -12,7 +12,7 @@ Each path maps (strike, contact parameters) to the block pose (x, y, yaw)
   anticipated from the contact data; the bundle opens after the first 1 ms
   contact step, within the first fifth of the 5 ms time constant);
 - `"hybrid"`: the surrogate as the striker-block handler
-  (`clashx.hybrid.hybrid_rollout`).
+  (`clashx.hybrid.strike_rollout`).
 
 `reverse=True` steps with `clashx.grad.step` (fixed-iteration solver scan),
 which reverse mode needs; forward mode works on either.  The horizon replaces
@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from .. import hybrid as _hybrid
 from ..core import Array, Float, PRNGKeyArray, mjx
-from ..scenes import ContactResult, StrikeSim, block_pose, initial_state, parked, release_rule, striker_contact
+from ..scenes import ContactResult, StrikeScene, block_pose, initial_state, parked, release_rule, striker_contact
 from . import _solver
 from ._bcg import BCGConfig, bcg_scan, plain_scan
 
@@ -48,12 +48,12 @@ def strike_bcg_config(**overrides) -> BCGConfig:
     return BCGConfig(qpos_dofs=STRIKE_QPOS_DOFS, qvel_dofs=STRIKE_QVEL_DOFS, **overrides)
 
 
-def _record(sim: StrikeSim, data: mjx.Data):
+def _record(sim: StrikeScene, data: mjx.Data):
     touching, depth, normal = striker_contact(sim, data)
     return data.qpos, data.qvel, touching, depth, normal
 
 
-def contact_from_records(sim: StrikeSim, qpos0, qvel0, records) -> ContactResult:
+def contact_from_records(sim: StrikeScene, qpos0, qvel0, records) -> ContactResult:
     """The contact phase's result (`_strike.contact_phase`'s bookkeeping) from per-step records.
 
     `records[k]` is the state after step k (state k + 1) and the collision pass of
@@ -90,7 +90,7 @@ def _stepper(reverse: bool) -> Callable[[mjx.Model, mjx.Data], mjx.Data]:
     return _solver.step if reverse else mjx.step
 
 
-def slide_steps(sim: StrikeSim, horizon: float) -> int:
+def slide_steps(sim: StrikeScene, horizon: float) -> int:
     """Slide steps (at dt_slide) from the latest release within the contact phase to `horizon` s after launch."""
     t_release_max = sim.n_contact * sim.settings.dt_contact
     if horizon <= t_release_max:
@@ -99,7 +99,7 @@ def slide_steps(sim: StrikeSim, horizon: float) -> int:
 
 
 def full_contact_pose(
-    sim: StrikeSim,
+    sim: StrikeScene,
     strike: Float[Array, "3"],
     params: Float[Array, "p"],
     *,
@@ -148,16 +148,16 @@ def full_contact_pose(
 
 
 def hybrid_pose(
-    hs: _hybrid.HybridSim,
+    hs: _hybrid.StrikeHybrid,
     handler,
     strike: Float[Array, "3"],
     params: Float[Array, "p"],
     *,
     horizon: float = HORIZON,
 ) -> Float[Array, "3"]:
-    """Block pose at `horizon` after launch, the surrogate as the striker-block handler (`hybrid_rollout`)."""
+    """Block pose at `horizon` after launch, the surrogate as the striker-block handler (`strike_rollout`)."""
     n_after = int(math.ceil((horizon - hs.n_steps * hs.dt) / hs.dt_after))
-    return _hybrid.hybrid_rollout(hs, handler, strike, params, n_steps=hs.n_steps + max(n_after, 0)).rest_pose
+    return _hybrid.strike_rollout(hs, handler, strike, params, n_steps=hs.n_steps + max(n_after, 0)).rest_pose
 
 
 class PosePath(eqx.Module):
@@ -176,8 +176,8 @@ class PosePath(eqx.Module):
     """
 
     name: str = eqx.field(static=True)
-    sim: StrikeSim
-    hs: _hybrid.HybridSim | None
+    sim: StrikeScene
+    hs: _hybrid.StrikeHybrid | None
     handler: object
     base: Float[Array, "p"]
     idx: tuple[int, ...] = eqx.field(static=True)

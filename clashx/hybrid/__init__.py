@@ -4,6 +4,7 @@ from ._rule import SEGMENT as SEGMENT
 from ._rule import Handler as Handler
 from ._rule import HybridState as HybridState
 from ._rule import HybridSystem as HybridSystem
+from ._rule import Rollouts as Rollouts
 from ._rule import RuleState as RuleState
 from ._rule import full_rollouts_c as full_rollouts_c
 from ._rule import hybrid_step as hybrid_step
@@ -15,12 +16,12 @@ from ._rule import rollouts_c as rollouts_c
 from ._rule import sparse_block as sparse_block
 from ._rule import sparse_predict as sparse_predict
 from ._strike_rollouts import DT_AFTER as DT_AFTER
-from ._strike_rollouts import HybridResult as HybridResult
-from ._strike_rollouts import HybridSim as HybridSim
-from ._strike_rollouts import hybrid_rollout as hybrid_rollout
-from ._strike_rollouts import hybrid_rollouts as hybrid_rollouts
-from ._strike_rollouts import hybrid_rollouts_c as hybrid_rollouts_c
-from ._strike_rollouts import make_hybrid_sim as make_hybrid_sim
+from ._strike_rollouts import StrikeHybrid as StrikeHybrid
+from ._strike_rollouts import StrikeHybridResult as StrikeHybridResult
+from ._strike_rollouts import make_strike_hybrid as make_strike_hybrid
+from ._strike_rollouts import strike_rollout as strike_rollout
+from ._strike_rollouts import strike_rollouts as strike_rollouts
+from ._strike_rollouts import strike_rollouts_c as strike_rollouts_c
 from ._strike_slide import hybrid_tracks_c as hybrid_tracks_c
 from ._strike_slide import ingest_by_simulation as ingest_by_simulation
 from ._strike_slide import strike_tracks_c as strike_tracks_c
@@ -29,6 +30,7 @@ from ._strike_track import hybrid_track as hybrid_track
 from ._strike_track import pose_loss as pose_loss
 from ._strike_track import track_from_release as track_from_release
 from ._strike_track import track_loss as track_loss
+from ._toss_rollouts import TossFrames as TossFrames
 from ._toss_rollouts import hybrid_toss as hybrid_toss
 from ._toss_rollouts import hybrid_toss_every as hybrid_toss_every
 from ._toss_rollouts import hybrid_tosses as hybrid_tosses

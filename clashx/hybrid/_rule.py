@@ -36,7 +36,6 @@ contacts out of the engine's model altogether (`switch_rows` empty).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import equinox as eqx
 import jax
@@ -44,7 +43,7 @@ import jax.numpy as jnp
 import mujoco.batch
 import numpy as np
 
-from ..core import Array, Bool, Float, Int, mjx
+from ..core import Array, Bool, Float, Int, mjx, short_repr
 from ..core import batch as _batch
 from ..scenes import APART_CAP, AbstractImpactScene, PairScene, crossing, limit_energy, touches
 
@@ -86,6 +85,9 @@ class RuleState(eqx.Module):
     nonfinite: Int[Array, ""]
     t_first: Float[Array, ""]
 
+    def __repr__(self) -> str:
+        return short_repr(self)
+
 
 class HybridSystem(eqx.Module):
     """One world's hybrid system: what `hybrid_step` needs besides the state.  Build with `hybrid_system`.
@@ -102,12 +104,62 @@ class HybridSystem(eqx.Module):
     handler: Handler
     params: Float[Array, " p"]
 
+    def __repr__(self) -> str:
+        return short_repr(self)
+
 
 class HybridState(eqx.Module):
     """What evolves in a hybrid rollout of one world: the MJX data and the rule's memory."""
 
     data: mjx.Data
     rule: RuleState
+
+    def __repr__(self) -> str:
+        return short_repr(self)
+
+
+class Rollouts(eqx.Module):
+    """The end of a batch of n hybrid rollouts: `rollouts` (MJX) and `rollouts_c` (MuJoCo C) both return one.
+
+    Attributes:
+        qpos, qvel: (n, nq), (n, nv) each world's state at its end.
+        rule: the rule's memory of each world at its end (`RuleState`, batched); its counts are also
+            here as `impacts`, `clamped`, `nonfinite` (per world) and `t_first` (s; NaN without an impact).
+        steps: (n,) steps each world took (MJX: every world the same count).
+        frames: (n, f, d) the pair state each world showed every `record_every` steps from launch
+            (`observe`); f = 0 unless recorded.
+        data: MJX only: the final `mjx.Data` of each world (None from `rollouts_c`).
+    """
+
+    qpos: Float[Array, "n nq"]
+    qvel: Float[Array, "n nv"]
+    rule: RuleState
+    steps: Int[Array, " n"]
+    frames: Float[Array, "n f d"]
+    data: mjx.Data | None = None
+
+    @property
+    def impacts(self) -> Int[Array, " n"]:
+        """Impacts each world sent to the handler."""
+        return self.rule.impacts
+
+    @property
+    def clamped(self) -> Int[Array, " n"]:
+        """Predictions the energy guard scaled down, per world."""
+        return self.rule.clamped
+
+    @property
+    def nonfinite(self) -> Int[Array, " n"]:
+        """Touches whose prediction was not finite (left to the engine), per world."""
+        return self.rule.nonfinite
+
+    @property
+    def t_first(self) -> Float[Array, " n"]:
+        """Each world's first impact (s after launch; NaN without one)."""
+        return self.rule.t_first
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def hybrid_system(scene: AbstractImpactScene, handler: Handler, params, *, engine_params=None) -> HybridSystem:
@@ -322,7 +374,7 @@ def rollouts(
     until_rest: bool = False,
     record_every: int = 0,
     sparse: bool = True,
-):
+) -> Rollouts:
     """A batch of hybrid rollouts on MJX: (n, p) parameters, (n, nq) / (n, nv) launch states, `n_steps` at most.
 
     Args:
@@ -337,7 +389,8 @@ def rollouts(
             this function, under which the per-step switch would run all its branches).
 
     Returns:
-        (the final `HybridState`s, batched; the steps taken), and the records with `record_every`.
+        `Rollouts`: each world's final state and rule memory, the steps taken and, with
+        `record_every`, the frames (else none: f = 0); `data` holds the final `mjx.Data`.
     """
     models, axes, params, system = _batched(scene, handler, params, engine_params)
     states = jax.vmap(lambda m, p, q, v: init_state(system(m, p), q, v), in_axes=(axes, 0, 0, 0))(
@@ -363,16 +416,25 @@ def rollouts(
             return s, shown
 
         states, shown = jax.lax.scan(frame, states, None, length=n_steps // record_every)
-        return states, jnp.array(n_steps), jnp.swapaxes(shown, 0, 1)
+        return _ended(states, jnp.array(n_steps), jnp.swapaxes(shown, 0, 1))
     if not until_rest:
         states, _ = jax.lax.scan(lambda s, _: (step(models, params, s), None), states, None, length=n_steps)
-        return states, jnp.array(n_steps)
+        return _ended(states, jnp.array(n_steps))
 
     def go_on(carry):
         s, k = carry
         return (k < n_steps) & ~jnp.all(resting(scene, s.rule.phase, s.data.qvel))
 
-    return jax.lax.while_loop(go_on, lambda c: (step(models, params, c[0]), c[1] + 1), (states, jnp.array(0)))
+    states, k = jax.lax.while_loop(go_on, lambda c: (step(models, params, c[0]), c[1] + 1), (states, jnp.array(0)))
+    return _ended(states, k)
+
+
+def _ended(states: HybridState, steps, frames=None) -> Rollouts:
+    """`Rollouts` of a batch of final states: every world took `steps`."""
+    n = states.data.qpos.shape[0]
+    if frames is None:
+        frames = jnp.zeros((n, 0, states.rule.last.shape[-1]), states.rule.last.dtype)
+    return Rollouts(states.data.qpos, states.data.qvel, states.rule, jnp.broadcast_to(steps, (n,)), frames, states.data)
 
 
 def sparse_predict(scene: AbstractImpactScene, handler: Handler, params, touch, pre, idle) -> Float[Array, "n d"]:
@@ -487,7 +549,7 @@ def rollouts_c(
     segment: int = SEGMENT,
     nthread: int = 0,
     batch: mujoco.batch.Batch | None = None,
-) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+) -> Rollouts:
     """The CPU fallback of `rollouts`: the same rule between MuJoCo C steps (`mujoco.batch`), no gradients.
 
     Each world runs on its own clock: the engine steps every unfinished world `segment` steps,
@@ -509,8 +571,8 @@ def rollouts_c(
             strike's slide does, saves building one).
 
     Returns:
-        (qpos (n, nq), qvel (n, nv), info) at each world's end; info: "rule" (the `RuleState`s,
-        batched), and of them as NumPy "impacts", "clamped", "t_first", "phase", and "steps" taken.
+        `Rollouts` (as NumPy): each world's (qpos, qvel) and rule memory at its end, the steps it took;
+        no frames, no `data`.
     """
     params = np.asarray(params, np.float64)
     n = len(params)
@@ -567,16 +629,8 @@ def rollouts_c(
                 off = phase[back] == WINDOW
                 margin[np.ix_(w, rows)] = np.where(off[:, None], OFF_MARGIN, base[w])
         active[ids[done]] = False
-    info = {
-        "rule": rule,
-        "impacts": np.asarray(rule.impacts),
-        "clamped": np.asarray(rule.clamped),
-        "nonfinite": np.asarray(rule.nonfinite),
-        "t_first": np.asarray(rule.t_first),
-        "steps": steps,
-        "phase": np.asarray(rule.phase),
-    }
-    return q, v, info
+    rule = jax.tree.map(np.asarray, rule)
+    return Rollouts(q, v, rule, steps, np.zeros((n, 0, rule.last.shape[-1])))
 
 
 def full_rollouts_c(scene: PairScene, params, qpos, qvel, n_steps: int) -> tuple[np.ndarray, np.ndarray]:

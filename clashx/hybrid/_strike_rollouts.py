@@ -9,9 +9,9 @@ the engine alone at `dt_after` (DT_AFTER = 8 ms) until MAX_TIME: against the rul
 the rest pose moves by 1.2-1.7 mm median (5 % of the slide) at 8 ms, 0.5-0.8 mm at 4 ms
 (`tests/test_hybrid.py`).
 
-`hybrid_rollout` is one strike on MJX (jit, vmap over strikes and parameters,
+`strike_rollout` is one strike on MJX (jit, vmap over strikes and parameters,
 `jax.jacfwd`, and `jax.grad` on a scene built with `differentiable=True`);
-`hybrid_rollouts_c` is the CPU fallback on MuJoCo C, no gradients.
+`strike_rollouts_c` is the CPU fallback on MuJoCo C, no gradients.
 """
 
 from __future__ import annotations
@@ -23,19 +23,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Bool, Float, block_size, map_batched, mjx, spread
+from ..core import Array, Bool, Float, block_size, map_batched, mjx, short_repr, spread
 from ..core import batch as _batch
 from ..scenes import (
     MAX_TIME,
     RELEASE_AFTER,
     SolverSettings,
     StrikeBodies,
-    StrikeSim,
+    StrikeScene,
     block_pose,
     guard,
     initial_state,
     initial_states_batch,
-    make_strike_sim,
+    make_strike_scene,
     slide_to_rest_c,
     strike_of_state,
     strike_world_bytes,
@@ -46,12 +46,12 @@ from ._rule import Handler, HybridState, RuleState, hybrid_step, hybrid_system, 
 DT_AFTER = 0.008  # s: the engine's step once every world is past release (module doc)
 
 
-class HybridSim(eqx.Module):
-    """The strike scene prepared for hybrid rollouts.  Build with `make_hybrid_sim`.
+class StrikeHybrid(eqx.Module):
+    """The strike scene prepared for hybrid rollouts.  Build with `make_strike_hybrid`.
 
     Attributes:
         sim: the strike scene (the rule's hooks); its slide model is the engine's.
-        lite: the same without its MJX models (`StrikeSim.lite`), for the CPU fallback's jitted calls.
+        lite: the same without its MJX models (`StrikeScene.lite`), for the CPU fallback's jitted calls.
         dt: the rule's step (s), the scene's slide step.
         n_steps: steps at `dt` (n_approach + n_window + 1: the rule's part of a strike).
         n_window: steps from touch to release (RELEASE_AFTER / dt).
@@ -60,8 +60,8 @@ class HybridSim(eqx.Module):
         n_after: steps at `dt_after` until MAX_TIME.
     """
 
-    sim: StrikeSim
-    lite: StrikeSim
+    sim: StrikeScene
+    lite: StrikeScene
     dt: float = eqx.field(static=True)
     n_steps: int = eqx.field(static=True)
     n_window: int = eqx.field(static=True)
@@ -73,15 +73,18 @@ class HybridSim(eqx.Module):
     def shape(self) -> str:
         return self.sim.shape
 
+    def __repr__(self) -> str:
+        return short_repr(self)
 
-def make_hybrid_sim(
-    shape: str, *, sim: StrikeSim | None = None, differentiable: bool = False, dt_after: float = DT_AFTER
-) -> HybridSim:
+
+def make_strike_hybrid(
+    shape: str, *, sim: StrikeScene | None = None, differentiable: bool = False, dt_after: float = DT_AFTER
+) -> StrikeHybrid:
     """The hybrid scene of one block shape.
 
     Args:
         shape: "semi-cylinder", "square" or "triangle".
-        sim: an existing `StrikeSim` of that shape to share (default: a new one).  Its
+        sim: an existing `StrikeScene` of that shape to share (default: a new one).  Its
             `settings.dt_slide` is the hybrid step.
         differentiable: build the scene for reverse-mode gradients (`jax.grad` through a
             rollout): MJX's constraint solver runs as a `while_loop` that reverse mode
@@ -96,7 +99,7 @@ def make_hybrid_sim(
     geo.check_shape(shape)
     if sim is None:
         settings = SolverSettings(iterations=1) if differentiable else SolverSettings()
-        sim = make_strike_sim(shape, settings)
+        sim = make_strike_scene(shape, settings)
     if sim.shape != shape:
         raise ValueError(f"sim is for the {sim.shape!r} block, not {shape!r}")
     dt = sim.dt
@@ -104,7 +107,7 @@ def make_hybrid_sim(
         raise ValueError(f"dt_after = {dt_after} s must be at least the hybrid step {dt} s")
     n_window = int(round(RELEASE_AFTER / dt))
     n_steps = sim.n_approach + n_window + 1
-    return HybridSim(
+    return StrikeHybrid(
         sim=sim,
         lite=sim.lite(),
         dt=dt,
@@ -116,7 +119,7 @@ def make_hybrid_sim(
     )
 
 
-class HybridResult(eqx.Module):
+class StrikeHybridResult(eqx.Module):
     """The outcome of one hybrid strike.
 
     Attributes:
@@ -135,16 +138,19 @@ class HybridResult(eqx.Module):
     clamped: Bool[Array, ""]
     strike: Float[Array, "3"]
 
+    def __repr__(self) -> str:
+        return short_repr(self)
 
-def _result(bodies: StrikeBodies, handler: Handler, params, qpos, impacts, pre, post, t_first) -> HybridResult:
-    """A strike's `HybridResult` from its final qpos and the rule's record of its impact (one world)."""
+
+def _result(bodies: StrikeBodies, handler: Handler, params, qpos, impacts, pre, post, t_first) -> StrikeHybridResult:
+    """A strike's `StrikeHybridResult` from its final qpos and the rule's record of its impact (one world)."""
     touched = impacts > 0
     strike = strike_of_state(bodies, pre[:10], pre[10:])
     _, clamped = guard(bodies, pre[:10], pre[10:], handler(strike, params))
     yaw = block_pose(post[:10])[2]
     velocity = jnp.concatenate([geo.rot2(-yaw) @ post[10:12], post[15:16]])
     zero = jnp.zeros_like(velocity)
-    return HybridResult(
+    return StrikeHybridResult(
         rest_pose=block_pose(qpos),
         post_velocity=jnp.where(touched, velocity, zero),
         t_touch=jnp.where(touched, t_first, jnp.nan),
@@ -154,21 +160,26 @@ def _result(bodies: StrikeBodies, handler: Handler, params, qpos, impacts, pre, 
     )
 
 
-def hybrid_rollout(
-    hs: HybridSim, handler: Handler, strike: Float[Array, "3"], params: Float[Array, "p"], *, n_steps: int | None = None
-) -> HybridResult:
+def strike_rollout(
+    hs: StrikeHybrid,
+    handler: Handler,
+    strike: Float[Array, "3"],
+    params: Float[Array, "p"],
+    *,
+    n_steps: int | None = None,
+) -> StrikeHybridResult:
     """One strike from launch to MAX_TIME (or `n_steps` hybrid steps) on MJX.
 
     Args:
         hs: the hybrid scene.
-        handler: the striker-block impact handler, `(strike, params) -> (vx, vy, ωz)`, e.g. a `Surrogate`.
+        handler: the striker-block impact handler, `(strike, params) -> (vx, vy, ωz)`, e.g. a `StrikeSurrogate`.
         strike: (θ, θ1, v_pre), rad, rad, m/s.
         params: values of `hs.sim.space` (the handler's and the ground's).
         n_steps: steps to take (default: `hs.n_steps` at `hs.dt`, then `hs.n_after` at
             `hs.dt_after`, to MAX_TIME); past `hs.n_steps` they are taken at `hs.dt_after`.
 
     Returns:
-        A `HybridResult`.  jit, vmap (per-world strikes and parameters) and grad all apply.
+        A `StrikeHybridResult`.  jit, vmap (per-world strikes and parameters) and grad all apply.
     """
     system = hybrid_system(hs.sim, handler, params)
     qpos, qvel = initial_state(hs.sim, strike)
@@ -185,10 +196,10 @@ def hybrid_rollout(
     return _result(hs.sim.bodies, handler, params, state.data.qpos, r.impacts, r.pre, r.post, r.t_first)
 
 
-def hybrid_rollouts(
-    hs: HybridSim, handler: Handler, strikes: Float[Array, "n 3"], params, *, block: int | None = None
-) -> HybridResult:
-    """`hybrid_rollout` over a batch (params: one set, or one per strike), vmapped in blocks the batching
+def strike_rollouts(
+    hs: StrikeHybrid, handler: Handler, strikes: Float[Array, "n 3"], params, *, block: int | None = None
+) -> StrikeHybridResult:
+    """`strike_rollout` over a batch (params: one set, or one per strike), vmapped in blocks the batching
     policy picks (one vmap on an accelerator; `block` overrides: `clashx.core.block_size`).
 
     With several local devices each block is spread over them (`clashx.core.map_batched`).
@@ -201,40 +212,41 @@ def hybrid_rollouts(
 
 
 @eqx.filter_jit
-def _hybrid_rollouts(hs: HybridSim, handler: Handler, strikes, params, *, block: int) -> HybridResult:
-    return map_batched(lambda x: hybrid_rollout(hs, handler, x[0], x[1]), (strikes, params), batch_size=block)
+def _hybrid_rollouts(hs: StrikeHybrid, handler: Handler, strikes, params, *, block: int) -> StrikeHybridResult:
+    return map_batched(lambda x: strike_rollout(hs, handler, x[0], x[1]), (strikes, params), batch_size=block)
 
 
 @eqx.filter_jit
-def _results(bodies: StrikeBodies, handler: Handler, params, qpos, impacts, pre, post, t_first) -> HybridResult:
+def _results(bodies: StrikeBodies, handler: Handler, params, qpos, impacts, pre, post, t_first) -> StrikeHybridResult:
     return jax.vmap(lambda *a: _result(bodies, handler, *a))(params, qpos, impacts, pre, post, t_first)
 
 
-def hybrid_rollouts_c(
-    hs: HybridSim,
+def strike_rollouts_c(
+    hs: StrikeHybrid,
     handler: Handler,
     strikes: Float[np.ndarray, "n 3"],
     params: Float[np.ndarray, "p"] | Float[np.ndarray, "n p"],
     *,
     nthread: int = 0,
-) -> HybridResult:
-    """The hybrid rule on MuJoCo C: the CPU fallback of `hybrid_rollouts` (same rule, no gradients).
+) -> StrikeHybridResult:
+    """The hybrid rule on MuJoCo C: the CPU fallback of `strike_rollouts` (same rule, no gradients).
 
     `clashx.hybrid.rollouts_c` for the rule's `n_steps`, then the engine alone at
     `dt_after` until MAX_TIME (`mujoco.batch`, all CPUs with `nthread` 0).
 
     Returns:
-        A `HybridResult` of numpy arrays with a leading batch axis.
+        A `StrikeHybridResult` of numpy arrays with a leading batch axis.
     """
     strikes = np.asarray(strikes, np.float64)
     n = len(strikes)
     params = np.broadcast_to(np.asarray(params, np.float64), (n, hs.sim.space.size)).copy()
     q0, v0 = (np.asarray(a, np.float64) for a in initial_states_batch(hs.lite, jnp.asarray(strikes)))
     batch = _batch.make_batch(hs.sim.mj_slide_model(), hs.sim.space, hs.sim.slide_rows, params, nsim=n, nthread=nthread)
-    q, v, info = rollouts_c(hs.lite, handler, params, q0, v0, hs.n_steps, until_rest=False, batch=batch)
+    ended = rollouts_c(hs.lite, handler, params, q0, v0, hs.n_steps, until_rest=False, batch=batch)
+    q, v = ended.qpos, ended.qvel
     t_rel = np.full(n, hs.n_steps * hs.dt)
     q_end = slide_to_rest_c(hs.lite, params, q, v, t_rel, dt=hs.dt_after, batch=batch)  # the same batch goes on
-    r: RuleState = info["rule"]
+    r: RuleState = ended.rule
     out = _results(hs.lite.bodies, handler, jnp.asarray(params), jnp.asarray(q_end), jnp.asarray(r.impacts), r.pre, r.post,
                    r.t_first)  # fmt: skip
     return jax.tree.map(lambda a: np.asarray(a, np.float64) if a.dtype.kind == "f" else np.asarray(a), out)

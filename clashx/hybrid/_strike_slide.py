@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import batch as _batch
-from ..events import ingest_strike_lab, validate_events
-from ..scenes import RELEASE_AFTER, StrikeSim, block_pose, contact_phase_c, make_strike_sim, slide_c
+from ..events import ingest_strike_lab, meta_dict, validate_events
+from ..scenes import RELEASE_AFTER, StrikeScene, block_pose, contact_phase_c, make_strike_scene, slide_c
 from ..scenes import geometry as geo
 from ._strike_track import Query, place_track  # the one track rule, also MJX's
 
@@ -54,7 +54,7 @@ def _yaw(quat: np.ndarray) -> np.ndarray:
 
 
 def local_tracks_c(
-    sim: StrikeSim, velocity: np.ndarray, params: np.ndarray, duration: float, *, nthread: int = 0
+    sim: StrikeScene, velocity: np.ndarray, params: np.ndarray, duration: float, *, nthread: int = 0
 ) -> np.ndarray:
     """Slides from the origin: the block at its rest height, yaw 0, moving at `velocity` (block frame).
 
@@ -137,7 +137,7 @@ class Linearised(NamedTuple):
 
 
 def track_jacobian(
-    sim: StrikeSim,
+    sim: StrikeScene,
     tracks: Sequence[Track],
     states: np.ndarray,
     params: np.ndarray,
@@ -214,7 +214,7 @@ class SlideFit(NamedTuple):
 
 
 def fit_slides(
-    sim: StrikeSim,
+    sim: StrikeScene,
     tracks: Sequence[Track],
     states: np.ndarray,
     params: np.ndarray,
@@ -295,7 +295,7 @@ def fit_slides(
 
 
 def strike_tracks_c(
-    sim: StrikeSim,
+    sim: StrikeScene,
     strikes: np.ndarray,
     params: np.ndarray,
     times: Sequence[np.ndarray],
@@ -368,7 +368,7 @@ def slide_tracks(
 
 
 def hybrid_tracks_c(
-    sim: StrikeSim,
+    sim: StrikeScene,
     model,
     strikes: np.ndarray,
     params: np.ndarray,
@@ -388,7 +388,7 @@ def hybrid_tracks_c(
 
     Args:
         sim: the strike scene (slide model and space).
-        model: a `Surrogate` with `release(strike, params)` (velocity and window displacement).
+        model: a `StrikeSurrogate` with `release(strike, params)` (velocity and window displacement).
         strikes: (n, 3); params: (p,) or (n, p); start_poses: (n, 3); t_touch: (n,) recorded first touch, s.
         times: n arrays of sample times, s after launch.
 
@@ -424,7 +424,7 @@ def ingest_by_simulation(
     recording: dict[str, Any],
     where: str,
     *,
-    sim: StrikeSim | None = None,
+    sim: StrikeScene | None = None,
     free: Sequence[str] = SLIDE_PARAMS,
     iterations: int = 12,
 ) -> dict[str, np.ndarray]:
@@ -455,8 +455,8 @@ def ingest_by_simulation(
 
     events = dict(ingest_strike_lab(recording, where, label_sigma=False))  # its own σ replaces the tracks
     shape = str(events["shape"])
-    sim = sim or make_strike_sim(shape)
-    meta = json.loads(str(events["meta"]))
+    sim = sim or make_strike_scene(shape)
+    meta = meta_dict(events)
     rows = np.flatnonzero(events["touched"] & np.isfinite(events["post_velocity"]).all(1))
     tracks, states = slide_tracks(recording, events, rows)
     decel = meta["prior"]["deceleration"]

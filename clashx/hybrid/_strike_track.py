@@ -23,12 +23,12 @@ import jax
 import jax.numpy as jnp
 
 from ..core import Array, Float, mjx
-from ..scenes import RELEASE_AFTER, StrikeSim, yaw_of
-from ..surrogate import Surrogate
+from ..scenes import RELEASE_AFTER, StrikeScene, yaw_of
+from ..surrogate import StrikeSurrogate
 
 
 def local_slide(
-    sim: StrikeSim, velocity: Float[Array, "3"], params: Float[Array, "p"], n_steps: int
+    sim: StrikeScene, velocity: Float[Array, "3"], params: Float[Array, "p"], n_steps: int
 ) -> Float[Array, "k 3"]:
     """Poses (x, y, yaw) at t = 0, dt, ..., n_steps·dt of a block released at the origin with `velocity` (MJX)."""
     model = sim.space.apply(sim.slide_model, sim.slide_rows, params)
@@ -92,7 +92,7 @@ def place_track(local: Float[Array, "k 3"], dt: float, release: Float[Array, "6"
 
 
 def track_from_release(
-    sim: StrikeSim, release: Float[Array, "6"], params: Float[Array, "p"], q: Query, n_steps: int
+    sim: StrikeScene, release: Float[Array, "6"], params: Float[Array, "p"], q: Query, n_steps: int
 ) -> Float[Array, "T 3"]:
     """The block's pose at `q.times` given the release prediction (vx, vy, ωz, dx, dy, dyaw): `place_track`
     on MJX's slide (`n_steps` steps of dt_slide must cover the last time)."""
@@ -101,7 +101,7 @@ def track_from_release(
 
 
 def hybrid_track(
-    sim: StrikeSim, model: Surrogate, params: Float[Array, "p"], q: Query, n_steps: int
+    sim: StrikeScene, model: StrikeSurrogate, params: Float[Array, "p"], q: Query, n_steps: int
 ) -> Float[Array, "T 3"]:
     """The block's predicted pose at `q.times`: at rest before the touch, the surrogate's release pose and
     velocity, MJX's slide after release (`n_steps` steps of dt_slide must cover the last time)."""
@@ -122,8 +122,8 @@ def pose_loss(
 
 
 def track_loss(
-    sim: StrikeSim,
-    model: Surrogate,
+    sim: StrikeScene,
+    model: StrikeSurrogate,
     params: Float[Array, "p"],
     q: Query,
     recorded: Float[Array, "T 3"],

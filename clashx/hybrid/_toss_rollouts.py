@@ -1,6 +1,6 @@
 """Cube tosses through the one hybrid rule: frames at the recordings' 148 Hz, every landing (or the first) to the handler.
 
-Thin wrappers of `clashx.hybrid.rollouts` on the cube-toss scene (`clashx.scenes.TossSim`,
+Thin wrappers of `clashx.hybrid.rollouts` on the cube-toss scene (`clashx.scenes.TossScene`,
 whose hooks say what a landing is): MJX runs the toss from its initial state, each
 landing after `MIN_FLIGHT_S` of flight closing at `MIN_CLOSING_SPEED` or more goes to
 the surrogate (`every_impact`; otherwise the first landing alone), and the frames within
@@ -12,6 +12,7 @@ impacts, fitted to whole tosses).  `rest_rollout` is plain MJX from a state.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -19,23 +20,35 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import Array, Float, in_blocks, mjx, model_world_bytes
-from ..scenes import FRAME_DT, TossSim, interpolate_states, qpos_qvel_to_state, state_to_qpos_qvel
+from ..scenes import FRAME_DT, TossScene, interpolate_states, qpos_qvel_to_state, state_to_qpos_qvel
 from ._rule import rollouts
 
 
+class TossFrames(NamedTuple):
+    """What `hybrid_tosses` returns.
+
+    Attributes:
+        frames: (n, n_frames, 13) each toss's state at every frame (`clashx.scenes.FRAME_DT` apart), dataset layout.
+        fired: (n,) landings each toss sent to the handler.
+    """
+
+    frames: Float[np.ndarray, "n f 13"]
+    fired: np.ndarray
+
+
 @eqx.filter_jit
-def _block(sim: TossSim, impact, states, params, rest_params, n_frames: int, sparse: bool = True):
+def _block(sim: TossScene, impact, states, params, rest_params, n_frames: int, sparse: bool = True):
     qpos, qvel = jax.vmap(state_to_qpos_qvel)(states)
-    final, _, shown = rollouts(
+    final = rollouts(
         sim, impact, params, qpos, qvel, n_frames * sim.substeps, engine_params=rest_params,
         record_every=sim.substeps, sparse=sparse,
     )  # fmt: skip
-    frames = jax.vmap(jax.vmap(lambda s: qpos_qvel_to_state(s[:7], s[7:])))(shown)
+    frames = jax.vmap(jax.vmap(lambda s: qpos_qvel_to_state(s[:7], s[7:])))(final.frames)
     return frames, final.rule.impacts
 
 
 def hybrid_tosses(
-    sim: TossSim,
+    sim: TossScene,
     impact: Callable,
     initial_states: Float[np.ndarray, "n 13"],
     params: Float[np.ndarray, "p"] | Float[np.ndarray, "n p"],
@@ -44,10 +57,9 @@ def hybrid_tosses(
     rest_params: Float[np.ndarray, "3"] | Float[np.ndarray, "n 3"] | None = None,
     block: int | None = None,
     every_impact: bool = False,
-    return_stats: bool = False,
     sparse: bool = True,
-):
-    """Tosses' frames (n, n_frames, 13) through the hybrid rule on MJX, jit + vmap in blocks of the batching policy.
+) -> TossFrames:
+    """Tosses' frames through the hybrid rule on MJX, jit + vmap in blocks of the batching policy.
 
     Args:
         sim: the toss scene.
@@ -60,8 +72,10 @@ def hybrid_tosses(
             are MJX's, as the surrogate's).
         block: tosses per compiled block (default: the batching policy's, `clashx.core.block_size`).
         every_impact: every landing after a flight through the handler; False: the first only.
-        return_stats: also return {"fired": landings sent to the handler per toss}.
         sparse: the handler evaluated only where a toss lands (`clashx.hybrid.rollouts`); False: at every step.
+
+    Returns:
+        `TossFrames`: the frames (n, n_frames, 13) and the landings each toss sent to the handler.
     """
     scene = sim if every_impact else sim.first_impact_only()
     states = np.asarray(initial_states, np.float32)
@@ -80,26 +94,28 @@ def hybrid_tosses(
         lambda s, p, q: _block(scene, impact, jnp.asarray(s), jnp.asarray(p), jnp.asarray(q), n_frames, sparse),
         states, params, rest_params, world=world, block=block,
     )  # fmt: skip
-    frames = frames.astype(np.float64)
-    return (frames, {"fired": fired}) if return_stats else frames
+    return TossFrames(frames.astype(np.float64), np.asarray(fired))
 
 
-def hybrid_toss_every(sim: TossSim, impact, initial_state, params, rest_params, n_frames: int):
+def hybrid_toss_every(
+    sim: TossScene, impact, initial_state, params, rest_params, n_frames: int
+) -> tuple[np.ndarray, int]:
     """One toss's frames (n_frames, 13) with every landing after a flight through `impact`, and the landings sent."""
-    frames, stats = hybrid_tosses(
-        sim, impact, np.asarray(initial_state)[None], params, n_frames, rest_params=rest_params, every_impact=True,
-        return_stats=True,
-    )  # fmt: skip
-    return frames[0], int(stats["fired"][0])
+    frames, fired = hybrid_tosses(
+        sim, impact, np.asarray(initial_state)[None], params, n_frames, rest_params=rest_params, every_impact=True
+    )
+    return frames[0], int(fired[0])
 
 
-def hybrid_toss(sim: TossSim, impact, initial_state, params, rest_params, n_frames: int):
+def hybrid_toss(sim: TossScene, impact, initial_state, params, rest_params, n_frames: int) -> np.ndarray:
     """One toss's frames (n_frames, 13) with its first landing through `impact`, MJX after its window."""
-    return hybrid_tosses(sim, impact, np.asarray(initial_state)[None], params, n_frames, rest_params=rest_params)[0]
+    return hybrid_tosses(
+        sim, impact, np.asarray(initial_state)[None], params, n_frames, rest_params=rest_params
+    ).frames[0]
 
 
 def rest_rollout(
-    sim: TossSim, start: Float[Array, "13"], t_start: Float[Array, ""], params: Float[Array, "3"], n_frames: int
+    sim: TossScene, start: Float[Array, "13"], t_start: Float[Array, ""], params: Float[Array, "3"], n_frames: int
 ) -> Float[Array, "frames 13"]:
     """Plain MJX from `start` at time `t_start`, sampled at the frames t_k = k / 148 s (k < n_frames) by interpolation.
 

@@ -4,6 +4,7 @@ from ._cube_learn import cube_pretrain_config as cube_pretrain_config
 from ._cube_learn import finetune_cube as finetune_cube
 from ._cube_learn import identify_cube as identify_cube
 from ._cube_learn import pretrain_cube as pretrain_cube
+from ._distil import DistilResult as DistilResult
 from ._distil import LocalDistilConfig as LocalDistilConfig
 from ._distil import distil_locally as distil_locally
 from ._families import FAMILIES as FAMILIES
@@ -13,6 +14,7 @@ from ._families import family_config as family_config
 from ._families import fit_families as fit_families
 from ._families import fit_family as fit_family
 from ._finetune import FinetuneConfig as FinetuneConfig
+from ._finetune import FinetuneResult as FinetuneResult
 from ._finetune import finetune as finetune
 from ._identify import IdentifyResult as IdentifyResult
 from ._identify import identify as identify
@@ -22,6 +24,7 @@ from ._lab_fit import fit_recording as fit_recording
 from ._lab_fit import ground_friction as ground_friction
 from ._lab_fit import misfit_weights as misfit_weights
 from ._lab_fit import strike_predictive as strike_predictive
+from ._pair_learn import PairScores as PairScores
 from ._pair_learn import finetune_pair as finetune_pair
 from ._pair_learn import identify_pair as identify_pair
 from ._pair_learn import load_pair_events as load_pair_events
@@ -34,3 +37,4 @@ from ._predictive import predictive_calibration as predictive_calibration
 from ._pretrain import PretrainConfig as PretrainConfig
 from ._pretrain import pretrain as pretrain
 from ._track_finetune import finetune_on_tracks as finetune_on_tracks
+from ._train import PretrainResult as PretrainResult

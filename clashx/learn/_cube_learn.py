@@ -10,9 +10,9 @@ and its choice of trainable weights (`scope`).
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -20,14 +20,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import Array, Float, ParamSpace, PRNGKeyArray
-from ..events import load_events
+from ..events import as_events, event_source
 from ..scenes import CUBE_INERTIA, CUBE_MASS, GRAVITY
-from ..surrogate import CubeSurrogate, impact_targets, make_cube_surrogate, save_cube_surrogate
-from ._finetune import FinetuneConfig, finetune
+from ..surrogate import CubeSurrogate, impact_targets, make_cube_surrogate
+from ._finetune import FinetuneConfig, FinetuneResult, finetune
 from ._identify import identify
 from ._pretrain import FLAGS, PretrainConfig
+from ._train import PretrainResult, config_json, train_on_targets
 from ._train import normalised_loss as normalised_loss
-from ._train import train_on_targets
 
 
 def cube_pretrain_config(data: str | tuple[str, ...], out: str, **settings) -> PretrainConfig:
@@ -57,7 +57,9 @@ def toss_energy(states: np.ndarray) -> np.ndarray:
     return kin + CUBE_MASS * GRAVITY * s[:, 6]
 
 
-def load_cube_training(path: str | tuple[str, ...]) -> tuple[ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
+def load_cube_training(
+    path: str | tuple[str, ...] | Mapping[str, Any],
+) -> tuple[ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
     """(space, pre (n, 13), post (n, 13), params (n, p)) of a generated cube-toss event file.
 
     Events whose impact gains energy (more than `ENERGY_GAIN_TOL`) are left
@@ -65,14 +67,15 @@ def load_cube_training(path: str | tuple[str, ...]) -> tuple[ParamSpace, np.ndar
     damping ratio near 0.1) MuJoCo's contact can go unstable at the 1 ms step
     and throw the cube up at several m/s (0.4 % of the generated impacts).
     """
-    if not isinstance(path, str):
+    if isinstance(path, tuple):
         parts = [load_cube_training(p) for p in path]
         spaces = {json.dumps(sp.describe()) for sp, *_ in parts}
         if len(spaces) > 1:
             raise ValueError(f"{list(path)}: the files were generated over different parameter spaces; pretrain on one")
         pre, post, params = (np.concatenate([part[i] for part in parts]) for i in (1, 2, 3))
         return parts[0][0], pre, post, params
-    ev = load_events(path, scene="cube-toss")
+    ev = as_events(path, scene="cube-toss")
+    path = event_source(ev)
     meta = ev["meta"]
     if "param_space" not in meta or not np.isfinite(ev["params"]).all():
         raise ValueError(f"{path}: events without simulation parameters (real data?); pretrain on generated tosses")
@@ -105,14 +108,15 @@ def pretrain_cube(
     *,
     progress: Callable[[int, int, dict], None] | None = None,
     report: Callable[[str], None] | None = None,
-) -> tuple[CubeSurrogate, dict]:
-    """Train a cube surrogate on `config.data` and save it in `config.out`; a killed run resumes from its last epoch.
+) -> PretrainResult:
+    """Train a cube surrogate on `config.data`, checkpointed in `config.out` (if set); a killed run resumes there.
 
     The loop is `train_epochs`, the strike's too; the target normalisers stay at the
     training set's statistics and the loss is `normalised_loss` in their units.
 
     Returns:
-        (model, metrics): validation errors (`target_errors`, normalised loss) and the loss history.
+        A `PretrainResult`: validation errors (`target_errors`, normalised loss) and the loss history;
+        `result.save(folder)` writes the model.
     """
     space, pre, post, params = load_cube_training(config.data)
     targets = np.asarray(_batch_targets(jnp.asarray(pre), jnp.asarray(post)))
@@ -126,9 +130,8 @@ def pretrain_cube(
         make, pre, params, targets, config, flags=FLAGS, progress=progress, report=report
     )
     final = target_errors(model, pre[val], params[val], targets[val]) | {"val_loss": history[-1]["val_loss"]}
-    result = {"validation": final, "n_train": int(len(pre) - len(val)), "n_val": int(len(val)), "history": history}
-    save_cube_surrogate(config.out, model, extra={"pretrain": dataclasses.asdict(config), "validation": final})
-    return model, result
+    metadata = {"pretrain": config_json(config), "validation": final}
+    return PretrainResult(model, final, tuple(history), int(len(pre) - len(val)), int(len(val)), metadata)
 
 
 # --- identification: `clashx.identify` on the targets ----------------------------------------------
@@ -169,7 +172,7 @@ def finetune_cube(
     *,
     key: PRNGKeyArray,
     config: FinetuneConfig | None = None,
-) -> tuple[CubeSurrogate, dict]:
+) -> FinetuneResult:
     """Fine-tune the cube surrogate on real impacts at fixed `params`, early-stopped by k-fold CV.
 
     `clashx.finetune` on the aligned-frame targets of the impacts (`impact_targets`):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -28,11 +29,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core import PRNGKeyArray, resolve_engine
+from ..core import PRNGKeyArray, Result, resolve_engine
 from ..events import sample_strikes
-from ..scenes import StrikeSim, block_pose, simulate_strikes_c, simulate_strikes_mjx
+from ..scenes import StrikeScene, block_pose, simulate_strikes_c, simulate_strikes_mjx
 from ..scenes import geometry as geo
-from ..surrogate import Surrogate, release_loss, window_displacement
+from ..surrogate import StrikeSurrogate, release_loss, window_displacement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,7 @@ class LocalDistilConfig:
             raise ValueError(f"local distillation needs n >= 16, steps >= 0, batch >= 1, lr > 0, spread >= 0: {self}")
 
 
-def local_data(sim: StrikeSim, params: np.ndarray, *, key: PRNGKeyArray, config: LocalDistilConfig):
+def local_data(sim: StrikeScene, params: np.ndarray, *, key: PRNGKeyArray, config: LocalDistilConfig):
     """(strikes, parameters, outcomes (n, 6)) of strikes simulated around `params` (touched ones), on
     `config.engine` (MuJoCo C, or MJX in one vmap on an accelerator)."""
     k_s, k_p = jax.random.split(key)
@@ -82,18 +83,41 @@ def local_data(sim: StrikeSim, params: np.ndarray, *, key: PRNGKeyArray, config:
     return strikes[ok], p[ok], np.concatenate([post, disp], 1)
 
 
+@dataclasses.dataclass(frozen=True, repr=False)
+class DistilResult(Result):
+    """What `distil_locally` returns.
+
+    Attributes:
+        model: the refined surrogate.
+        strikes: MuJoCo strikes simulated around the parameters.
+        engine: the engine that simulated them.
+        loss_before, loss_after: the release loss on those strikes before and after.
+        simulate_s, train_s: the time spent simulating and training (s).
+        config: the settings, as JSON.
+    """
+
+    model: StrikeSurrogate
+    strikes: int
+    engine: str
+    loss_before: float
+    loss_after: float
+    simulate_s: float
+    train_s: float
+    config: dict[str, Any]
+
+
 def distil_locally(
-    model: Surrogate,
-    sim: StrikeSim,
+    model: StrikeSurrogate,
+    sim: StrikeScene,
     params: np.ndarray,
     *,
     key: PRNGKeyArray,
     config: LocalDistilConfig | None = None,
-) -> tuple[Surrogate, dict]:
+) -> DistilResult:
     """The surrogate refined on MuJoCo C strikes around `params` (module docstring).
 
     Returns:
-        (refined model, report with the loss before and after on the local strikes and the timings).
+        A `DistilResult`: the refined model, its loss before and after on the local strikes, the timings.
     """
     config = config or LocalDistilConfig()
     k_data, k_steps = jax.random.split(key)
@@ -104,15 +128,10 @@ def distil_locally(
     length = geo.characteristic_length(model.shape)
     t0 = time.perf_counter()
     tuned, before, after = _train(model, s, p, out, k_steps, config, length)
-    return tuned, {
-        "strikes": int(len(strikes)),
-        "engine": resolve_engine(config.engine, cpu="c", accelerator="mjx"),
-        "loss_before": float(before),
-        "loss_after": float(after),
-        "simulate_s": t_sim,
-        "train_s": time.perf_counter() - t0,
-        "config": dataclasses.asdict(config),
-    }
+    return DistilResult(
+        tuned, int(len(strikes)), resolve_engine(config.engine, cpu="c", accelerator="mjx"), float(before),
+        float(after), t_sim, time.perf_counter() - t0, dataclasses.asdict(config),
+    )  # fmt: skip
 
 
 @eqx.filter_jit

@@ -32,14 +32,16 @@ MuJoCo family's surrogate; the average is for predicting the impact.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import Float, PRNGKeyArray
-from ..scenes import make_strike_sim
-from ..surrogate import Surrogate, predict, shipped_surrogate
+from ..core import Float, PRNGKeyArray, short_repr
+from ..events import recording_arrays
+from ..scenes import make_strike_scene
+from ..surrogate import StrikeSurrogate, predict, shipped_strike_surrogate
 from ._lab_fit import LabFit, LabFitConfig, fit_recording, strike_predictive
 
 FAMILIES = ("mujoco", "compliant")
@@ -98,9 +100,12 @@ class FamilyFit(NamedTuple):
         """Each family's `LabFit.report` and the weights, JSON-able."""
         return {"weights": self.weights} | {name: fit.report for name, fit in self.fits.items()}
 
+    def __repr__(self) -> str:
+        return short_repr(self)
+
 
 def family_average(
-    members: Mapping[str, tuple[Surrogate, np.ndarray]], weights: Mapping[str, float], strikes
+    members: Mapping[str, tuple[StrikeSurrogate, np.ndarray]], weights: Mapping[str, float], strikes
 ) -> Float[np.ndarray, "n 3"]:
     """Σ w · surrogate(strikes, params) over the families `weights` names: {family: (surrogate, its parameters)}."""
     strikes = np.asarray(strikes, np.float64)
@@ -141,7 +146,7 @@ def fit_family(
     *,
     key: PRNGKeyArray,
     shape: str | None = None,
-    model: Surrogate | None = None,
+    model: StrikeSurrogate | None = None,
     where: str = "recording",
     rows: np.ndarray | None = None,
     config: LabFitConfig | None = None,
@@ -155,7 +160,7 @@ def fit_family(
         family: one of `FAMILIES`.
         key: PRNG key of the identification.
         shape: the block's shape (needed only without `model`).
-        model: the family's surrogate (default: the shipped one, `clashx.shipped_surrogate(shape, family)`); the
+        model: the family's surrogate (default: the shipped one, `clashx.shipped_strike_surrogate(shape, family)`); the
             MuJoCo family's scene is built for its parameter space.
         where: the recording's name for messages.
         rows: strikes to use (default: every touched one).
@@ -167,20 +172,20 @@ def fit_family(
     if model is None:
         if shape is None:
             raise ValueError("fit_family needs the block's shape or the family's surrogate")
-        model = shipped_surrogate(shape, family)
-    sim = make_strike_sim(model.shape, space=model.space) if family == "mujoco" else None
+        model = shipped_strike_surrogate(shape, family)
+    sim = make_strike_scene(model.shape, space=model.space) if family == "mujoco" else None
     return fit_recording(model, sim, recording, where=where, rows=rows, key=key, config=cfg, label_sigma=label_sigma,
                          labels=labels)  # fmt: skip
 
 
 def fit_families(
-    recording: dict[str, Any],
+    recording: str | os.PathLike | Mapping[str, Any],
     shape: str,
     *,
     key: PRNGKeyArray,
     where: str = "recording",
     families: tuple[str, ...] = FAMILIES,
-    models: Mapping[str, Surrogate] | None = None,
+    models: Mapping[str, StrikeSurrogate] | None = None,
     config: LabFitConfig | None = None,
     label_sigma: np.ndarray | None = None,
     labels: np.ndarray | None = None,
@@ -188,12 +193,13 @@ def fit_families(
     """Identify a strike recording in each of `families` (`fit_family`) and weigh their predictions equally.
 
     Args:
-        recording: the recording's arrays (`clashx.events._ingest_strike` format).
+        recording: the recording: its file (e.g. `clashx.lab_recording("square", "fit")`) or its arrays
+            (`clashx.events._ingest_strike` format).
         shape: the block's shape.
         key: PRNG key of each identification (the same for every family).
         where: the recording's name for messages.
         families: which of `FAMILIES` (at least one).
-        models: a surrogate per family (default: the shipped ones, `clashx.shipped_surrogate(shape, family)`).
+        models: a surrogate per family (default: the shipped ones, `clashx.shipped_strike_surrogate(shape, family)`).
         config: the MuJoCo family's `LabFitConfig` (the compliant one's: `family_config`).
         label_sigma: each strike's label's relative σ (`fit_recording`; e.g. `clashx.events.track_label_sigma`),
             or None.
@@ -205,6 +211,7 @@ def fit_families(
     if not families or len(set(families)) != len(families):
         raise ValueError(f"families {families!r}: name each of {', '.join(FAMILIES)} at most once, at least one")
     models = models or {}
+    recording, where = recording_arrays(recording, where)
     return FamilyFit.equal({
         family: fit_family(recording, family, key=key, shape=shape, model=models.get(family), where=where,
                            config=config, label_sigma=label_sigma, labels=labels)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import equinox as eqx
 import jax
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core import Array, Float, PRNGKeyArray
+from ..core import Array, Float, ParameterError, PRNGKeyArray, Result, to_json
 from ..surrogate import AbstractSurrogate
 
 
@@ -53,17 +53,19 @@ class FinetuneConfig:
     scope: str = "head"
 
     def __post_init__(self):
-        if self.folds < 2 or self.max_steps < 0 or not 0 < self.lr < math.inf:
-            raise ValueError(
-                f"fine-tuning needs --folds >= 2, --max-steps >= 0 and a finite --lr > 0 "
-                f"(got {self.folds}, {self.max_steps}, {self.lr})"
-            )
+        own = "FinetuneConfig"
+        if self.folds < 2:
+            raise ParameterError("folds", self.folds, "cross-validation needs at least 2 folds", own)
+        if self.max_steps < 0:
+            raise ParameterError("max_steps", self.max_steps, "must be >= 0", own)
+        if not 0 < self.lr < math.inf:
+            raise ParameterError("lr", self.lr, "the learning rate must be a finite number > 0", own)
         if not 0 <= self.pull < math.inf:
-            raise ValueError(
-                f"--pull {self.pull}: the weight of the pull toward the pretrained model is finite and >= 0"
+            raise ParameterError(
+                "pull", self.pull, "the weight of the pull toward the pretrained model is finite and >= 0", own
             )
         if self.scope not in ("head", "affine", "all"):
-            raise ValueError(f"fine-tuning scope {self.scope!r}: expected 'head', 'affine' or 'all'")
+            raise ParameterError("scope", self.scope, "expected 'head', 'affine' or 'all'", own)
 
 
 def _weighted_loss(model: AbstractSurrogate, base: AbstractSurrogate, inputs, outcomes, params, weights, pull: float):
@@ -119,10 +121,10 @@ def cv_folds(key: PRNGKeyArray, n: int, config: FinetuneConfig, *, what: str) ->
     if n < 2:
         raise ValueError(f"fine-tuning needs at least 2 {what} to cross-validate, got {n}")
     if config.folds > n:
-        raise ValueError(
-            f"--folds {config.folds}: more folds than the {n} {what} to fine-tune on (each fold holds out at least "
-            f"one); use --folds {n} or fewer"
-        )
+        raise ParameterError(
+            "folds", config.folds,
+            f"more folds than the {n} {what} to fine-tune on (each fold holds out at least one); use {n} or fewer",
+        )  # fmt: skip
     return config, jnp.asarray(np.asarray(jax.random.permutation(key, n)) % config.folds)
 
 
@@ -165,6 +167,33 @@ def choose_steps(curves: np.ndarray, config: FinetuneConfig) -> tuple[int, int, 
 SurrogateT = TypeVar("SurrogateT", bound=AbstractSurrogate)
 
 
+@dataclasses.dataclass(frozen=True, repr=False)
+class FinetuneResult(Result):
+    """What fine-tuning returns (`clashx.finetune`, `finetune_on_tracks`, `finetune_pair`).
+
+    Attributes:
+        model: the fine-tuned surrogate; the pretrained one itself where `steps` is 0.
+        steps: the steps chosen by cross-validation (0: fine-tuning would not help on held-out events).
+        reason: why that number (in words).
+        cv_curve: the mean held-out loss after 0, 1, ... steps.
+        folds: the cross-validation folds.
+        details: the rest, as JSON: the pretrained and best held-out losses, the settings, timings.
+    """
+
+    model: Any
+    steps: int
+    reason: str
+    cv_curve: tuple[float, ...]
+    folds: int
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON the CLI writes: steps, reason, cv_curve, folds and the details."""
+        return {"steps": self.steps, "reason": self.reason, "cv_curve": list(self.cv_curve), "folds": self.folds} | (
+            to_json(self.details)
+        )
+
+
 def finetune(
     model: SurrogateT,
     inputs,
@@ -174,14 +203,14 @@ def finetune(
     key: PRNGKeyArray,
     config: FinetuneConfig | None = None,
     what: str = "events",
-) -> tuple[SurrogateT, dict]:
+) -> FinetuneResult:
     """Fine-tune `model` on real events at fixed `params`, early-stopped by cross-validation.
 
     Written once for every surrogate: the loss of an event is the model's
     `example_loss`, in the pretrained model's units.
 
     Args:
-        model: the pretrained surrogate (the strike's `Surrogate`, the cube's `CubeSurrogate`, ...).
+        model: the pretrained surrogate (the strike's `StrikeSurrogate`, the cube's `CubeSurrogate`, ...).
         inputs, outcomes: the n real events (n ≥ 2) as the model's `example_loss` takes them:
             for the strike, strikes (n, 3) and post-impact velocities (n, 3).
         params: identified parameters (p,).
@@ -190,9 +219,8 @@ def finetune(
         what: what the events are called in messages.
 
     Returns:
-        (fine-tuned model, report): the report gives the chosen number of steps,
-        the mean held-out loss curve, the pretrained model's held-out loss and
-        why it stopped.
+        A `FinetuneResult`: the fine-tuned model (the pretrained one where cross-validation chose
+        0 steps), the chosen number of steps and why, and the mean held-out loss curve.
     """
     config = config or FinetuneConfig()
     inputs = jnp.asarray(inputs, jnp.float32)
@@ -203,13 +231,7 @@ def finetune(
     mean = curves.mean(0)
     steps, best, reason = choose_steps(curves, config)
     tuned = model if steps == 0 else _train_steps(model, inputs, outcomes, params, steps, config)[0]
-    report = {
-        "steps": steps,
-        "reason": reason,
-        "cv_loss_pretrained": float(mean[0]),
-        "cv_loss_best": float(mean[best]),
-        "cv_curve": [float(v) for v in mean],
-        "folds": config.folds,
-        "config": dataclasses.asdict(config),
-    }
-    return tuned, report
+    return FinetuneResult(
+        tuned, steps, reason, tuple(float(v) for v in mean), config.folds,
+        {"cv_loss_pretrained": float(mean[0]), "cv_loss_best": float(mean[best]), "config": dataclasses.asdict(config)},
+    )  # fmt: skip

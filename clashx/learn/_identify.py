@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, PRNGKeyArray, event_weights
+from ..core import Array, Float, PRNGKeyArray, event_weights, short_repr
 from ..scenes import geometry as geo
-from ..surrogate import AbstractSurrogate, Surrogate, predict, velocity_loss
+from ..surrogate import AbstractSurrogate, StrikeSurrogate, predict, velocity_loss
 
 _Z_MAX = 5.0  # logits stay in [-5, 5] (unit 0.007 … 0.993): the sigmoid's slope must not vanish
 
@@ -53,8 +53,11 @@ class IdentifyResult(eqx.Module):
     loss: Float[Array, ""]
     start_losses: Float[Array, "starts"]
 
+    def __repr__(self) -> str:
+        return short_repr(self)
 
-def fit_loss(model: Surrogate, params, strikes, velocities) -> Float[Array, ""]:
+
+def fit_loss(model: StrikeSurrogate, params, strikes, velocities) -> Float[Array, ""]:
     """The identification loss of `params` on the events (see `velocity_loss`)."""
     return velocity_loss(predict(model, strikes, params), velocities, geo.characteristic_length(model.shape))
 

@@ -40,20 +40,21 @@ Nothing here reads the lab's parameter file or `post_velocity_true`.
 from __future__ import annotations
 
 import dataclasses
-import json
+import os
 import time
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Float, PRNGKeyArray
-from ..events import events_label_sigma, ingest_strike_lab, speed_vector
+from ..core import Float, PRNGKeyArray, short_repr
+from ..events import events_label_sigma, ingest_strike_lab, meta_dict, recording_arrays, speed_vector
 from ..hybrid import ingest_by_simulation
-from ..scenes import StrikeSim
+from ..scenes import StrikeScene
 from ..scenes import geometry as geo
-from ..surrogate import Surrogate
+from ..surrogate import StrikeSurrogate
 from ._distil import LocalDistilConfig, distil_locally
 from ._finetune import FinetuneConfig, finetune
 from ._identify import identify
@@ -125,11 +126,14 @@ class LabFit(NamedTuple):
 
     params: np.ndarray
     std: np.ndarray
-    model: Surrogate
+    model: StrikeSurrogate
     events: dict[str, np.ndarray]
     rows: np.ndarray
     report: dict[str, Any]
-    identified_model: Surrogate | None = None
+    identified_model: StrikeSurrogate | None = None
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def ground_friction(events: dict[str, np.ndarray]) -> tuple[float, float]:
@@ -138,7 +142,7 @@ def ground_friction(events: dict[str, np.ndarray]) -> tuple[float, float]:
     Raises:
         ValueError: the recording's slides were too short to pool a deceleration.
     """
-    prior = json.loads(str(events["meta"]))["prior"]["deceleration"]
+    prior = meta_dict(events)["prior"]["deceleration"]
     if prior is None:
         raise ValueError(
             "too few well-measured slides to read the ground's friction from (each needs a dozen samples "
@@ -153,9 +157,9 @@ def _named(space, values) -> dict[str, float]:
 
 
 def fit_recording(
-    model: Surrogate,
-    sim: StrikeSim | None,
-    recording: dict[str, Any],
+    model: StrikeSurrogate,
+    sim: StrikeScene | None,
+    recording: str | os.PathLike | Mapping[str, Any],
     *,
     where: str = "recording",
     rows: np.ndarray | None = None,
@@ -171,8 +175,9 @@ def fit_recording(
         sim: the strike scene of that shape (its slide model and space: the surrogate's).  Only MuJoCo-side
             steps use it (`labels="sim"`, local re-distillation); None for a surrogate distilled from another
             impulse family (its own parameter space), with `config.local` None and stop-time labels.
-        recording: the recording's arrays (`clashx.events._ingest_strike` format).
-        where: its name for messages.
+        recording: the recording: its file (e.g. `clashx.lab_recording("square", "fit")`) or its arrays
+            (`clashx.events._ingest_strike` format).
+        where: its name for messages (a file is named by its path).
         rows: strikes to use (default: every touched one).
         key: PRNG key (identification starts, fine-tuning folds).
         config: `LabFitConfig`.
@@ -189,6 +194,7 @@ def fit_recording(
         A `LabFit`.
     """
     config = config or LabFitConfig()
+    recording, where = recording_arrays(recording, where)
     if sim is None and (config.labels == "sim" or config.local is not None):
         raise ValueError(
             "fit_recording without a MuJoCo scene (sim=None) cannot read labels by simulation or re-distil "
@@ -265,13 +271,15 @@ def fit_recording(
     local, local_report = model, None
     t0 = time.perf_counter()
     if config.local is not None and sim is not None:
-        local, local_report = distil_locally(model, sim, params, key=k_local, config=config.local)
+        distilled = distil_locally(model, sim, params, key=k_local, config=config.local)
+        local, local_report = distilled.model, distilled.to_dict()
     times["local_distil_s"] = time.perf_counter() - t0
 
     tuned, ft_report = local, {"steps": 0, "reason": "fine-tuning skipped (config.finetune is None)"}
     t0 = time.perf_counter()
     if config.finetune is not None:
-        tuned, ft_report = finetune(local, strikes, labels, params, key=k_ft, config=config.finetune)
+        ft = finetune(local, strikes, labels, params, key=k_ft, config=config.finetune)
+        tuned, ft_report = ft.model, ft.to_dict()
     times["finetune_s"] = time.perf_counter() - t0
 
     report = {
@@ -314,7 +322,7 @@ def misfit_weights(misfit: float, sigma: Float[np.ndarray, "n"]) -> Float[np.nda
 
 
 def strike_predictive(
-    lab: LabFit, strikes: Float[np.ndarray, "m 3"], *, model: Surrogate | None = None, noise_scale: str = "mad"
+    lab: LabFit, strikes: Float[np.ndarray, "m 3"], *, model: StrikeSurrogate | None = None, noise_scale: str = "mad"
 ) -> dict:
     """The fitted surrogate's post-impact speed vectors of `strikes` with a covariance each (`clashx.learn.predictive`).
 
@@ -350,7 +358,7 @@ def strike_predictive(
     fit_s = lab.events["strike"][lab.rows]
     y_fit = np.asarray(speed_vector(lab.events["post_velocity"][lab.rows], length))
 
-    def speeds(m: Surrogate):
+    def speeds(m: StrikeSurrogate):
         return lambda s, p: speed_vector(m(s, p), length)
 
     return predictive(

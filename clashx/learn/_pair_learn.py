@@ -9,27 +9,32 @@ loss the `PairSurrogate`'s normalised target error.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import PRNGKeyArray
-from ..events import EventFileError, load_events
+from ..core import PRNGKeyArray, Result
+from ..events import EventFileError, as_events, event_source
 from ..scenes import SCHEMA, PairScene
-from ..surrogate import PairSurrogate, make_pair_surrogate, save_pair_surrogate
-from ._finetune import FinetuneConfig, finetune
+from ..surrogate import PairSurrogate, make_pair_surrogate
+from ._finetune import FinetuneConfig, FinetuneResult, finetune
 from ._identify import IdentifyResult, identify
 from ._pretrain import FLAGS, PretrainConfig
-from ._train import train_on_targets
+from ._train import PretrainResult, config_json, train_on_targets
 
 SPEED_FLOOR = 0.05  # m/s (or rad/s): the relative error's denominator is at least this
 
 
 def load_pair_events(
-    path: str, scene: PairScene, *, simulated: bool = False, select: Callable[[int], np.ndarray] | None = None
+    path: str | Mapping[str, Any],
+    scene: PairScene,
+    *,
+    simulated: bool = False,
+    select: Callable[[int], np.ndarray] | None = None,
 ) -> dict:
     """The touched events of `scene` in an event file, checked against the scene.
 
@@ -46,7 +51,8 @@ def load_pair_events(
     Raises:
         EventFileError: naming the file and what does not match.
     """
-    ev = load_events(path, scene=SCHEMA)
+    ev = as_events(path, scene=SCHEMA)
+    path = event_source(ev)
     if str(ev["shape"]) != scene.name:
         raise EventFileError(f"{path}: events of scene {str(ev['shape'])!r}; --scene is {scene.name!r}")
     d = scene.joints.size
@@ -113,13 +119,16 @@ def pretrain_pair(
     *,
     progress: Callable[[int, int, dict], None] | None = None,
     report: Callable[[str], None] | None = None,
-) -> tuple[PairSurrogate, dict]:
-    """Train a surrogate of `scene` on `config.data` and save it in `config.out` (a killed run resumes).
+) -> PretrainResult:
+    """Train a surrogate of `scene` on `config.data` (a file or `Events`), checkpointed in `config.out` if set.
+
+    A killed run resumes from its last epoch.
 
     Returns:
-        (model, result): the validation scores (`pair_scores`) and the loss history.
+        A `PretrainResult`: the validation scores (`pair_scores`) and the loss history;
+        `result.save(folder)` writes the model.
     """
-    data = load_pair_events(str(config.data), scene, simulated=True)
+    data = load_pair_events(config.data, scene, simulated=True)
     targets = pair_targets(scene, data["pre"], data["post"])
     feats = pair_features(scene, data["pre"])
     in_mean, in_std = feats.mean(0), np.maximum(feats.std(0), 1e-6 + 1e-3 * np.abs(feats.mean(0)))
@@ -140,11 +149,10 @@ def pretrain_pair(
         make, data["pre"], data["params"], targets, config, flags=FLAGS, progress=progress, report=report
     )
     scores = pair_scores(model, data["pre"][val], data["post"][val], data["params"][val])
-    final = scores | {"val_loss": history[-1]["val_loss"]}
+    final = scores.to_dict() | {"val_loss": history[-1]["val_loss"]}
     ranges = {"low": feats.min(0).tolist(), "high": feats.max(0).tolist()}  # of the features the model sees
-    extra = {"pretrain": dataclasses.asdict(config), "validation": final, "input_ranges": ranges}
-    save_pair_surrogate(config.out, model, extra=extra)
-    return model, {"validation": final, "n_train": len(targets) - len(val), "n_val": len(val), "history": history}
+    metadata = {"pretrain": config_json(config), "validation": final, "input_ranges": ranges}
+    return PretrainResult(model, final, tuple(history), len(targets) - len(val), len(val), metadata)
 
 
 @eqx.filter_jit
@@ -168,16 +176,49 @@ def velocity_errors(scene: PairScene, pred: np.ndarray, true: np.ndarray) -> np.
     return np.linalg.norm(v_pred - v_true, axis=1) / np.maximum(np.linalg.norm(v_true, axis=1), SPEED_FLOOR)
 
 
-def pair_scores(model: PairSurrogate, pre, post, params, alpha: float = 0.1) -> dict:
-    """α-accuracy and median of `velocity_errors` of `model` on impacts; also of "no impact" (post = pre)."""
+@dataclasses.dataclass(frozen=True, repr=False)
+class PairScores(Result):
+    """How well a surrogate predicts a scene's impacts (`pair_scores`).
+
+    Attributes:
+        alpha: the α of `accuracy`.
+        accuracy: the share of impacts whose post-window velocities are within relative error α
+            (`velocity_errors`: |Δv| / |v|, rotations counted as speeds).
+        median_rel_err: the median of those relative errors.
+        median_rel_err_no_impact: the same for "no impact at all" (post = pre): the floor a model beats.
+        n: impacts scored.
+    """
+
+    alpha: float
+    accuracy: float
+    median_rel_err: float
+    median_rel_err_no_impact: float
+    n: int
+
+    def to_dict(self) -> dict[str, float]:
+        """The JSON the CLI writes: {"alpha_0.1": accuracy, "median_rel_err", "median_rel_err_no_impact", "n"}."""
+        return {
+            f"alpha_{self.alpha}": self.accuracy,
+            "median_rel_err": self.median_rel_err,
+            "median_rel_err_no_impact": self.median_rel_err_no_impact,
+            "n": self.n,
+        }
+
+
+def pair_scores(model: PairSurrogate, pre, post, params, alpha: float = 0.1) -> PairScores:
+    """α-accuracy and median of `velocity_errors` of `model` on impacts; also of "no impact" (post = pre).
+
+    Args:
+        model: a scene's surrogate.
+        pre, post: (n, d) the impacts' pair states at the touch and a window later.
+        params: (p,) or (n, p) the parameters to predict with.
+        alpha: the relative error within which a prediction counts as right.
+    """
     err = velocity_errors(model.scene, predict_pair(model, pre, params), post)
     still = velocity_errors(model.scene, pre, post)
-    return {
-        f"alpha_{alpha}": float(np.mean(err <= alpha)),
-        "median_rel_err": float(np.median(err)),
-        "median_rel_err_no_impact": float(np.median(still)),
-        "n": int(len(err)),
-    }
+    return PairScores(
+        float(alpha), float(np.mean(err <= alpha)), float(np.median(err)), float(np.median(still)), int(len(err))
+    )
 
 
 def identify_pair(model: PairSurrogate, pre, post, *, key: PRNGKeyArray, n_starts: int = 16) -> IdentifyResult:
@@ -193,7 +234,7 @@ def identify_pair(model: PairSurrogate, pre, post, *, key: PRNGKeyArray, n_start
 
 def finetune_pair(
     model: PairSurrogate, pre, post, params, *, key: PRNGKeyArray, config: FinetuneConfig | None = None
-) -> tuple[PairSurrogate, dict]:
+) -> FinetuneResult:
     """Fine-tune on real impacts at fixed `params`, early-stopped by cross-validation (`clashx.finetune`)."""
     targets = pair_targets(model.scene, pre, post)
     return finetune(model, jnp.asarray(pre, jnp.float32), targets, params, key=key, config=config, what="impacts")

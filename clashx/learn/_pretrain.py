@@ -1,15 +1,18 @@
 """Pretraining the surrogate on generated collisions (CLASH step 1, "distil").
 
-`pretrain(config)` trains a `Surrogate` with optax (AdamW, cosine decay) on an
-event file from `clashx generate`, holding out a validation split, and writes
-the run folder:
+`pretrain(config)` trains a `StrikeSurrogate` with optax (AdamW, cosine decay) on
+events from `clashx generate` (a file, or `Events` in memory), holding out a
+validation split, and returns a `PretrainResult` (the model, its validation and
+history).  With `config.out` it checkpoints there after every epoch:
+
+    RUN/checkpoint.json, RUN/checkpoint-E.eqx  the training state after epoch E (resume)
+
+and a killed run resumes from its last epoch when started again with the same
+configuration.  `result.save(RUN)` writes the model beside them:
 
     RUN/surrogate.eqx, RUN/surrogate.json   the model and its metadata
-    RUN/checkpoint.json, RUN/checkpoint-E.eqx  the training state after epoch E (resume)
     RUN/metrics.json                         validation error per epoch and at the end
-
-A killed run resumes from its last epoch when started again with the same
-configuration.  Every SCENE.md shape is mirror-symmetric, so each training
+  Every SCENE.md shape is mirror-symmetric, so each training
 event is also used as its mirror image (`clashx.surrogate._strike_surrogate.mirror`).
 """
 
@@ -17,19 +20,25 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import ParamSpace, write_json
-from ..events import load_events, relative_error
+from ..core import ParameterError, ParamSpace
+from ..events import as_events, event_source, relative_error
 from ..scenes import geometry as geo
-from ..surrogate import Surrogate, make_surrogate, mirror, release_loss, save_surrogate, window_displacement
-from ._train import files_sha256, split_indices, train_epochs, warn_small_validation
+from ..surrogate import (
+    StrikeSurrogate,
+    make_strike_surrogate,
+    mirror,
+    release_loss,
+    window_displacement,
+)
+from ._train import PretrainResult, config_json, data_sha256, split_indices, train_epochs, warn_small_validation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +46,9 @@ class PretrainConfig:
     """How to pretrain.
 
     Attributes:
-        data: event file written by `clashx generate` (the cube's pretraining also takes a tuple of files).
-        out: run folder.
+        data: events from `clashx generate`: a file, or `Events` in memory (`clashx.load_events`,
+            `clashx.generate`'s output read back); the cube's pretraining also takes a tuple of files.
+        out: folder for resumable checkpoints (None: train in memory; save with `PretrainResult.save`).
         epochs: passes over the training events (mirror images included).
         batch_size: events per step.
         lr: peak learning rate (cosine decay to 1 % of it).
@@ -48,8 +58,8 @@ class PretrainConfig:
         seed: PRNG seed (weights, split, shuffling).
     """
 
-    data: str | tuple[str, ...]
-    out: str
+    data: str | tuple[str, ...] | Mapping[str, Any]
+    out: str | None = None
     epochs: int = 30
     batch_size: int = 1024
     lr: float = 2e-3
@@ -60,24 +70,28 @@ class PretrainConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if self.epochs < 1 or self.batch_size < 1 or self.width < 1 or self.depth < 1:
-            raise ValueError(
-                f"--epochs, --batch-size, --width and --depth must be positive "
-                f"(got {self.epochs}, {self.batch_size}, {self.width}, {self.depth})"
-            )
+        own = "PretrainConfig"
+        for name in ("epochs", "batch_size", "width", "depth"):
+            if getattr(self, name) < 1:
+                raise ParameterError(name, getattr(self, name), "must be a positive whole number", own)
         if not 0 < self.lr < math.inf:
-            raise ValueError(f"--lr {self.lr}: the learning rate must be a finite number > 0 (default 2e-3)")
+            raise ParameterError("lr", self.lr, "the learning rate must be a finite number > 0 (default 2e-3)", own)
         if not 0.0 < self.val_fraction < 0.5:
-            raise ValueError(f"--val-fraction {self.val_fraction}: expected a share in (0, 0.5)")
+            raise ParameterError("val_fraction", self.val_fraction, "expected a share in (0, 0.5)", own)
 
 
-def load_training_events(path: str) -> tuple[str, ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
-    """Strikes, parameters and outcomes of the touched events of a generated file, with its shape and space.
+def load_training_events(data: str | Mapping[str, Any]) -> tuple[str, ParamSpace, np.ndarray, np.ndarray, np.ndarray]:
+    """Strikes, parameters and outcomes of the touched events of generated events, with their shape and space.
 
-    The outcomes are (n, 6): the velocity at release and the window's
-    displacement (`window_displacement`; NaN for files without release poses).
+    Args:
+        data: an event file, or its `Events` (or dict of arrays) in memory.
+
+    Returns:
+        (shape, space, strikes, params, outcomes); the outcomes are (n, 6): the velocity at
+        release and the window's displacement (`window_displacement`; NaN without release poses).
     """
-    ev = load_events(path, scene="strike")
+    ev = as_events(data, scene="strike")
+    path = event_source(ev)
     meta = ev["meta"]
     if "param_space" not in meta or not np.isfinite(ev["params"]).all():
         raise ValueError(
@@ -93,7 +107,7 @@ def load_training_events(path: str) -> tuple[str, ParamSpace, np.ndarray, np.nda
     return str(ev["shape"]), space, ev["strike"][keep], ev["params"][keep], outcome
 
 
-def validation_report(model: Surrogate, strikes, params, outcomes) -> dict:
+def validation_report(model: StrikeSurrogate, strikes, params, outcomes) -> dict:
     """α-accuracy (0.05, 0.1, 0.2) and median relative error of `model`'s velocities against simulated events.
 
     `outcomes` (n, 3) or (n, 6); with six columns, the median relative error of
@@ -132,8 +146,8 @@ def pretrain(
     *,
     progress: Callable[[int, int, dict], None] | None = None,
     report: Callable[[str], None] | None = None,
-) -> dict:
-    """Train a surrogate on `config.data` and write the run folder `config.out`; resume a killed run.
+) -> PretrainResult:
+    """Train a strike surrogate on `config.data`; checkpoint in `config.out` (if set) and resume a killed run there.
 
     Args:
         config: what to train.
@@ -141,10 +155,16 @@ def pretrain(
         report: called with a line of news for the user (where a resumed run picks up).
 
     Returns:
-        Final metrics: validation α-accuracies and median relative error (against the held-out simulated events).
+        A `PretrainResult`: the model, its validation (α-accuracies and median relative error against
+        the held-out simulated events) and history.  Save it with `result.save(folder)`.
+
+    Example:
+        >>> events = clashx.load_events("sim.npz")
+        >>> result = clashx.pretrain(clashx.PretrainConfig(data=events, epochs=20))
+        >>> result.validation["alpha_0.1"], result.model
     """
-    if not isinstance(config.data, str):
-        raise ValueError(f"--data {' '.join(config.data)}: the strike's pretraining takes one event file")
+    if isinstance(config.data, tuple):
+        raise ParameterError("data", config.data, "the strike's pretraining takes one event file", "PretrainConfig")
     shape, space, strikes, params, vel = load_training_events(config.data)
     key = jax.random.PRNGKey(config.seed)
     k_split, k_init, k_shuffle = jax.random.split(key, 3)
@@ -155,7 +175,7 @@ def pretrain(
     v_tr = jnp.concatenate([jnp.asarray(vel[train]), v_m])
     p_tr = jnp.concatenate([jnp.asarray(params[train]), p_m])
     ratio = jnp.nan_to_num(v_tr / s_tr[:, 2:3])
-    model = make_surrogate(
+    model = make_strike_surrogate(
         shape, key=k_init, space=space, width=config.width, depth=config.depth,
         out_mean=jnp.mean(ratio, 0), out_std=jnp.std(ratio, 0) + 1e-6,
     )  # fmt: skip
@@ -168,16 +188,12 @@ def pretrain(
     def evaluate(m):
         return {"val_" + k: v for k, v in validation_report(m, strikes[val], params[val], vel[val]).items()}
 
-    run = config.out
     model, history = train_epochs(
         model, batch_loss, (s_tr, p_tr, v_tr), key=k_shuffle, epochs=config.epochs, batch_size=config.batch_size,
-        lr=config.lr, weight_decay=config.weight_decay, evaluate=evaluate, run=run,
-        run_config=dataclasses.asdict(config) | {"data_sha256": files_sha256(config.data)}, flags=FLAGS, progress=progress, report=report,
+        lr=config.lr, weight_decay=config.weight_decay, evaluate=evaluate, run=config.out,
+        run_config=config_json(config) | {"data_sha256": data_sha256(config.data)}, flags=FLAGS, progress=progress, report=report,
     )  # fmt: skip
     final = validation_report(model, strikes[val], params[val], vel[val])
-    result = {"validation": final, "n_train_events": int(len(train)), "n_val_events": int(len(val)), "history": history}
     ranges = {k: [float(strikes[:, j].min()), float(strikes[:, j].max())] for j, k in enumerate(geo.STRIKE_NAMES)}
-    extra = {"pretrain": dataclasses.asdict(config), "validation": final, "input_ranges": ranges}
-    save_surrogate(run, model, extra=extra)
-    write_json(os.path.join(run, "metrics.json"), result)
-    return result
+    metadata = {"pretrain": config_json(config), "validation": final, "input_ranges": ranges}
+    return PretrainResult(model, final, tuple(history), int(len(train)), int(len(val)), metadata)

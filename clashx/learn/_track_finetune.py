@@ -44,9 +44,9 @@ import optax
 from ..core import PRNGKeyArray, as_float64
 from ..events import read_tracks
 from ..hybrid import Query, pose_loss, track_from_release
-from ..scenes import RELEASE_AFTER, StrikeSim
-from ..surrogate import Surrogate
-from ._finetune import FinetuneConfig, choose_steps, cv_folds
+from ..scenes import RELEASE_AFTER, StrikeScene
+from ..surrogate import StrikeSurrogate
+from ._finetune import FinetuneConfig, FinetuneResult, choose_steps, cv_folds
 
 WINDOW = 0.3  # s after release fitted by default: the slide's first part, where the release velocity dominates
 
@@ -69,7 +69,7 @@ class TrackBatch(NamedTuple):
     n_steps: int
 
 
-def track_batch(sim: StrikeSim, recording: dict[str, Any], *, rows=None, window: float = WINDOW) -> TrackBatch:
+def track_batch(sim: StrikeScene, recording: dict[str, Any], *, rows=None, window: float = WINDOW) -> TrackBatch:
     """The touched strikes of a strike-lab recording (among `rows`) with their samples up to `window` s after
     release (`window` <= 0: the whole track)."""
     strikes, times, poses, starts, noise = read_tracks(recording, rows)
@@ -92,8 +92,8 @@ def _f32(tree):
 
 
 def finetune_on_tracks(
-    model: Surrogate,
-    sim: StrikeSim,
+    model: StrikeSurrogate,
+    sim: StrikeScene,
     recording: dict[str, Any],
     params: np.ndarray,
     *,
@@ -101,7 +101,7 @@ def finetune_on_tracks(
     config: FinetuneConfig | None = None,
     rows=None,
     window: float = WINDOW,
-) -> tuple[Surrogate, dict]:
+) -> FinetuneResult:
     """Fine-tune `model` on a recording's tracks at fixed `params`, early-stopped by cross-validation.
 
     Args:
@@ -115,7 +115,7 @@ def finetune_on_tracks(
         window: seconds after release fitted (<= 0: the whole track).
 
     Returns:
-        (model, report): the report gives the chosen steps, why, the held-out track-loss curve and the time.
+        A `FinetuneResult`: the model, the chosen steps, why, the held-out track-loss curve and the time.
     """
     config = config or FinetuneConfig(max_steps=20, lr=1e-4)
     t0 = time.perf_counter()
@@ -167,12 +167,7 @@ def finetune_on_tracks(
             w, _ = run(jnp.ones(n), jnp.ones(n), steps)
             tuned = eqx.combine(w, static)
     mean = np.mean(curves, 0)
-    report = {
-        "steps": steps,
-        "reason": reason.replace("held-out loss", "held-out track loss"),
-        "cv_curve": [float(v) for v in mean],
-        "tracks": n,
-        "window_s": window,
-        "time_s": time.perf_counter() - t0,
-    }
-    return _f32(tuned), report
+    return FinetuneResult(
+        _f32(tuned), steps, reason.replace("held-out loss", "held-out track loss"), tuple(float(v) for v in mean),
+        config.folds, {"tracks": n, "window_s": window, "time_s": time.perf_counter() - t0},
+    )  # fmt: skip

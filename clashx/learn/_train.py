@@ -22,7 +22,75 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core import PRNGKeyArray, constrain_batch, describe_changes, load_model_leaves, nonfinite_leaves, write_json
+from ..core import (
+    PRNGKeyArray,
+    Result,
+    constrain_batch,
+    describe_changes,
+    load_model_leaves,
+    nonfinite_leaves,
+    to_json,
+    write_json,
+)
+from ..surrogate import AbstractSurrogate, save_surrogate
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class PretrainResult(Result):
+    """What pretraining returns: the model, how it did on held-out simulated impacts, and its history.
+
+    Nothing is saved until you say so: `result.save(folder)` writes the model (and `metrics.json`)
+    there, as `clashx pretrain --out FOLDER` does.
+
+    Attributes:
+        model: the trained surrogate.
+        validation: scores on the held-out simulated events, by name (e.g. "alpha_0.1": the share
+            within α = 0.1; "median_rel_err"; the cube's and a pair scene's have their own).
+        history: one record per epoch: "epoch", "train_loss", the validation scores, "elapsed_s".
+        n_train: training events (before mirror images).
+        n_val: held-out events.
+        metadata: what `save` writes beside the weights (the config, the validation, the input ranges).
+    """
+
+    model: AbstractSurrogate
+    validation: dict[str, float]
+    history: tuple[dict[str, float], ...]
+    n_train: int
+    n_val: int
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """Write the model (`clashx.save_surrogate`, with `metadata`) and `metrics.json` into `folder`."""
+        save_surrogate(folder, self.model, extra=self.metadata)
+        write_json(os.path.join(os.fspath(folder), "metrics.json"), self.to_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of `metrics.json`: validation, counts and history."""
+        return {
+            "validation": to_json(self.validation),
+            "n_train_events": self.n_train,
+            "n_val_events": self.n_val,
+            "history": to_json(list(self.history)),
+        }
+
+
+def config_json(config: Any) -> dict[str, Any]:
+    """A training config as JSON, its data given as files (their names) or in memory ("<in memory>")."""
+    out = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    data = out.get("data")
+    if data is not None and not (
+        isinstance(data, str) or (isinstance(data, tuple) and all(isinstance(d, str) for d in data))
+    ):
+        out["data"] = "<in memory>"
+    return json.loads(json.dumps(out))
+
+
+def data_sha256(data: Any) -> str:
+    """What a resumed run must read again: the contents of its files, or "" for data in memory (whose training
+    rows are fingerprinted anyway, `data_fingerprint`)."""
+    if isinstance(data, str) or (isinstance(data, tuple) and all(isinstance(d, str) for d in data)):
+        return files_sha256(data)
+    return ""
 
 
 def split_indices(n: int, fraction: float, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
@@ -258,7 +326,7 @@ def train_on_targets(
         trainable=spec,
         evaluate=lambda m: {"val_loss": float(val_loss(m, x_va, p_va, y_va, initial))},
         run=config.out,
-        run_config=dataclasses.asdict(config) | {"data_sha256": files_sha256(config.data)},
+        run_config=config_json(config) | {"data_sha256": data_sha256(config.data)},
         flags=flags,
         progress=progress,
         report=report,

@@ -8,12 +8,12 @@ from ._optimize import cmaes_in_box as cmaes_in_box
 from ._optimize import describe as describe
 from ._optimize import identify_from_rest as identify_from_rest
 from ._optimize import make_evaluator as make_evaluator
-from ._optimize import optimize as optimize
 from ._optimize import optimize_host as optimize_host
 from ._optimize import optimize_jit as optimize_jit
-from ._optimize import optimize_many as optimize_many
 from ._optimize import optimize_many_host as optimize_many_host
 from ._optimize import optimize_many_jit as optimize_many_jit
+from ._optimize import optimize_strike as optimize_strike
+from ._optimize import optimize_strikes as optimize_strikes
 from ._optimize import pose_error as pose_error
 from ._optimize import strikes_of_unit as strikes_of_unit
 from ._optimize import to_start_frame as to_start_frame

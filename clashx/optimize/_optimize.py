@@ -32,17 +32,28 @@ import numpy as np
 from evosax.algorithms import CMA_ES
 
 from .. import hybrid as _hybrid
-from ..core import Array, Float, PRNGKeyArray, block_size, map_batched, on_host
-from ..hybrid import Handler, HybridSim, hybrid_rollout
+from ..core import (
+    Array,
+    Float,
+    ParameterError,
+    PRNGKeyArray,
+    block_size,
+    map_batched,
+    on_host,
+    resolve_engine,
+    short_repr,
+)
+from ..hybrid import Handler, StrikeHybrid, strike_rollout
 from ..scenes import (
     SolverSettings,
-    StrikeSim,
-    make_strike_sim,
+    StrikeScene,
+    make_strike_scene,
     simulate_strike,
     simulate_strikes_c,
     strike_world_bytes,
 )
 from ..scenes import geometry as geo
+from ..surrogate import shipped_strike_surrogate
 
 _LOW = jnp.asarray(geo.STRIKE_LOW)
 _HIGH = jnp.asarray(geo.STRIKE_HIGH)
@@ -89,6 +100,9 @@ class MBOResult(eqx.Module):
     rest_pose: Float[Array, "3"]
     fitness: Float[Array, ""]
     history: Float[Array, "g"]
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def strikes_of_unit(u: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
@@ -251,7 +265,7 @@ def optimize_jit(
 
     Args:
         evaluate: strikes (population, 3) → rest poses (population, 3) in the start frame;
-            a JAX function (e.g. `jax.vmap` of `clashx.hybrid_rollout`), closed over its model.
+            a JAX function (e.g. `jax.vmap` of `clashx.strike_rollout`), closed over its model.
         target: the target pose in the start frame (x, y, yaw).
         config: population, generations, step size, yaw weight.
         key: PRNG key (same key, same search).
@@ -337,7 +351,7 @@ ENGINES = ("mjx-hybrid", "cpu-hybrid", "mujoco-c", "mjx", "mujoco-c-two-phase")
 class HybridEvaluator(eqx.Module):
     """Rest poses of strikes in the MJX hybrid (a pytree, so one compile serves every target)."""
 
-    hs: HybridSim
+    hs: StrikeHybrid
     handler: Handler
     params: Float[Array, "p"]
 
@@ -345,14 +359,14 @@ class HybridEvaluator(eqx.Module):
         # the batching policy's blocks, chosen when traced (one vmap on an accelerator)
         b = block_size(strikes.shape[0], world=strike_world_bytes(self.hs.sim))
         return map_batched(
-            lambda s: hybrid_rollout(self.hs, self.handler, s, self.params).rest_pose, strikes, batch_size=b
+            lambda s: strike_rollout(self.hs, self.handler, s, self.params).rest_pose, strikes, batch_size=b
         )
 
 
 class MJXEvaluator(eqx.Module):
     """Rest poses of strikes in MJX with full contact (the scene's two models and timesteps)."""
 
-    sim: StrikeSim
+    sim: StrikeScene
     params: Float[Array, "p"]
 
     def __call__(self, strikes: Float[Array, "n 3"]) -> Float[Array, "n 3"]:
@@ -365,7 +379,7 @@ def cached_scene(sims: dict, shape: str, dt_slide: float):
 
     k = (shape, dt_slide)
     if k not in sims:
-        sims[k] = make_strike_sim(shape, SolverSettings(dt_slide=dt_slide))
+        sims[k] = make_strike_scene(shape, SolverSettings(dt_slide=dt_slide))
     return sims[k]
 
 
@@ -374,32 +388,32 @@ def cached_hybrid(sims: dict, shape: str):
 
     k = (shape, "hybrid")
     if k not in sims:
-        sims[k] = _hybrid.make_hybrid_sim(shape, sim=cached_scene(sims, shape, SolverSettings().dt_slide))
+        sims[k] = _hybrid.make_strike_hybrid(shape, sim=cached_scene(sims, shape, SolverSettings().dt_slide))
     return sims[k]
 
 
 def make_evaluator(engine: str, shape: str, params, *, handler=None, sims: dict | None = None):
     """The rest-pose evaluator of one engine, with (jit-able, host) flag.
 
-    Engines: "mjx-hybrid" and "cpu-hybrid" (the surrogate `handler` at the
-    impact, MJX / MuJoCo C for the rest, 4 ms then 8 ms steps); "mujoco-c" and "mjx"
-    (full contact at the 1 ms step the striker-block pair needs, for the whole
-    strike); "mujoco-c-two-phase" (full contact at 1 ms until release, then
-    4 ms: what `clashx generate` simulates).  `sims` caches the scenes across
-    calls (`cached_scene`, `cached_hybrid`).
+    Engines: "auto" (the hybrid: "mjx-hybrid" on a GPU, "cpu-hybrid" elsewhere, as on the command
+    line); "mjx-hybrid" and "cpu-hybrid" (the surrogate `handler` at the impact, MJX / MuJoCo C for
+    the rest, 4 ms then 8 ms steps; no handler: the shipped surrogate of `shape`); "mujoco-c" and
+    "mjx" (full contact at the 1 ms step the striker-block pair needs, for the whole strike);
+    "mujoco-c-two-phase" (full contact at 1 ms until release, then 4 ms: what `clashx generate`
+    simulates).  `sims` caches the scenes across calls (`cached_scene`, `cached_hybrid`).
     """
 
+    engine = resolve_engine(engine, cpu="cpu-hybrid", accelerator="mjx-hybrid")
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        raise ParameterError("engine", engine, f"expected auto or one of {', '.join(ENGINES)}")
     sims = {} if sims is None else sims
     params = np.asarray(params, np.float64)
     if engine in ("mjx-hybrid", "cpu-hybrid"):
-        if handler is None:
-            raise ValueError(f"engine {engine!r} needs a handler (a surrogate)")
+        handler = shipped_strike_surrogate(shape) if handler is None else handler
         hs = cached_hybrid(sims, shape)
         if engine == "mjx-hybrid":
             return HybridEvaluator(hs, handler, jnp.asarray(params, jnp.float32)), True
-        return (lambda s: _hybrid.hybrid_rollouts_c(hs, handler, s, params).rest_pose), False
+        return (lambda s: _hybrid.strike_rollouts_c(hs, handler, s, params).rest_pose), False
     dt = SolverSettings().dt_contact if engine in ("mujoco-c", "mjx") else SolverSettings().dt_slide
     sim = cached_scene(sims, shape, dt)
     if engine == "mjx":
@@ -416,19 +430,30 @@ def _searches(engine, shape, params, starts, targets, config: MBOConfig, keys, h
     return optimize_many_host(evaluate, goals, config, keys=keys, progress=progress)
 
 
-def optimize(
+def optimize_strike(
     engine: str, shape: str, params, start, target, config: MBOConfig, *, key, handler=None, sims=None, progress=None
 ) -> MBOResult:
     """Find the strike that brings the block from `start` to `target` (world poses x, y, yaw) on one engine.
 
-    Returns an `MBOResult` whose rest pose is in the start pose's frame (`to_world` maps it back).
+    Args:
+        engine: "auto" (the hybrid on this device), "cpu-hybrid", "mjx-hybrid", "mujoco-c", "mjx" or
+            "mujoco-c-two-phase" (`make_evaluator`).
+        shape: the block's shape.
+        params: (p,) the scene's parameters (e.g. identified, `clashx.fit_recording(...).params`).
+        start, target: (3,) world poses (x, y, yaw) in m, m, rad.
+        config: the CMA-ES search (`MBOConfig`).
+        key: PRNG key of the search.
+        handler: the impact handler of the hybrid engines (default: the shipped surrogate of `shape`).
+
+    Returns:
+        An `MBOResult` whose rest pose is in the start pose's frame (`to_world` maps it back).
     """
     starts, targets = jnp.asarray(start)[None], jnp.asarray(target)[None]
     keys = jnp.asarray(key)[None]
     return _first(_searches(engine, shape, params, starts, targets, config, keys, handler, sims, progress))
 
 
-def optimize_many(
+def optimize_strikes(
     engine: str,
     shape: str,
     params,
@@ -445,7 +470,7 @@ def optimize_many(
     generation's t × population rollouts in one batch (one vmap on an accelerator; MuJoCo C's threads).
 
     Target i is searched with key `jax.random.split(key, t)[i]`: the same strikes as
-    `optimize(..., start=starts[i], target=targets[i], key=jax.random.split(key, t)[i])`.
+    `optimize_strike(..., start=starts[i], target=targets[i], key=jax.random.split(key, t)[i])`.
 
     Returns:
         An `MBOResult` with a leading axis of t; rest poses are in each start pose's frame.
@@ -539,7 +564,7 @@ def identify_from_rest(
 
     Args:
         rest_of: (strikes (k, 3), params (k, p)) → rest poses (k, 3) in the start frame, on the host
-            (e.g. `clashx.hybrid_rollouts_c(...).rest_pose`, or MuJoCo C).
+            (e.g. `clashx.strike_rollouts_c(...).rest_pose`, or MuJoCo C).
         space: the `ParamSpace` of the parameters.
         params0: the first estimate (p,), e.g. from the post-impact velocities.
         strikes, rest: (n, 3) fit strikes and their observed rest poses (start frame).

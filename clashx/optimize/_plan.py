@@ -71,7 +71,7 @@ from ..core import Array, Float
 from ..events import NOISE, speed_vector
 from ..scenes import geometry as geo
 from ..scenes import sample_strikes
-from ..surrogate import Surrogate
+from ..surrogate import StrikeSurrogate
 
 CRITERIA = ("infogap", "coverage", "robust", "d-optimal", "predictive", "disagreement", "random")
 # One-sigma of a velocity label, relative (the stop-time labels of the lab's tracks: 4.4-4.9 % median error).
@@ -112,7 +112,7 @@ class PlanConfig:
 
 
 @eqx.filter_jit
-def _jacobians(model: Surrogate, strikes, params) -> Float[Array, "n 3 p"]:
+def _jacobians(model: StrikeSurrogate, strikes, params) -> Float[Array, "n 3 p"]:
     """∂ relative residual / ∂ parameters (physical) at `params`, each strike's label taken as its prediction."""
 
     def one(s):
@@ -123,13 +123,13 @@ def _jacobians(model: Surrogate, strikes, params) -> Float[Array, "n 3 p"]:
 
 
 @eqx.filter_jit
-def _speeds(model: Surrogate, strikes, params) -> Float[Array, " n"]:
+def _speeds(model: StrikeSurrogate, strikes, params) -> Float[Array, " n"]:
     """The predicted post-impact translational speed of each strike (m/s)."""
     vel = jax.vmap(lambda s: model(s, params))(strikes)
     return jnp.linalg.norm(speed_vector(vel, geo.characteristic_length(model.shape))[:, :2], axis=-1)
 
 
-def label_noise(model: Surrogate, strikes, params) -> np.ndarray:
+def label_noise(model: StrikeSurrogate, strikes, params) -> np.ndarray:
     """Each strike's expected relative label noise (n,): LABEL_NOISE and the mocap noise over the slide, in quadrature.
 
     The slide's length is the predicted post-impact speed v over the ground's
@@ -143,7 +143,7 @@ def label_noise(model: Surrogate, strikes, params) -> np.ndarray:
     return np.sqrt(LABEL_NOISE**2 + (NOISE[0] / slide) ** 2)
 
 
-def strike_sensitivity(model: Surrogate, strikes, params, free: tuple[str, ...] | None = None) -> np.ndarray:
+def strike_sensitivity(model: StrikeSurrogate, strikes, params, free: tuple[str, ...] | None = None) -> np.ndarray:
     """JᵀJ / LABEL_NOISE² (n, f, f): each strike's sensitivity on the `free` parameters, in prior-unit coordinates."""
     cols = _cols(model, free)
     jac = np.asarray(_jacobians(model, jnp.asarray(strikes, jnp.float32), jnp.asarray(params, jnp.float32)), np.float64)
@@ -151,7 +151,7 @@ def strike_sensitivity(model: Surrogate, strikes, params, free: tuple[str, ...] 
     return np.einsum("nki,nkj->nij", jac, jac) / LABEL_NOISE**2
 
 
-def strike_information(model: Surrogate, strikes, params, free: tuple[str, ...] | None = None) -> np.ndarray:
+def strike_information(model: StrikeSurrogate, strikes, params, free: tuple[str, ...] | None = None) -> np.ndarray:
     """Each strike's Fisher information (n, f, f) on the `free` parameters, in prior-unit coordinates.
 
     JᵀJ / σ², σ the strike's `label_noise`.
@@ -159,12 +159,12 @@ def strike_information(model: Surrogate, strikes, params, free: tuple[str, ...] 
     return _information(model, strikes, params, strike_sensitivity(model, strikes, params, free))
 
 
-def _information(model: Surrogate, strikes, params, sensitivity: np.ndarray) -> np.ndarray:
+def _information(model: StrikeSurrogate, strikes, params, sensitivity: np.ndarray) -> np.ndarray:
     """`strike_sensitivity` (JᵀJ / LABEL_NOISE²) → information (JᵀJ / σ², σ the strikes' `label_noise`)."""
     return sensitivity * ((LABEL_NOISE / label_noise(model, strikes, params)) ** 2)[:, None, None]
 
 
-def prior_precision(model: Surrogate, params, std=None, free: tuple[str, ...] | None = None) -> np.ndarray:
+def prior_precision(model: StrikeSurrogate, params, std=None, free: tuple[str, ...] | None = None) -> np.ndarray:
     """The current precision (f, f) in prior-unit coordinates: from the identified σ, or the uniform prior (1/12)."""
     cols = _cols(model, free)
     if std is None:
@@ -173,13 +173,13 @@ def prior_precision(model: Surrogate, params, std=None, free: tuple[str, ...] | 
     return np.diag(1.0 / np.maximum(s_u, 1e-6) ** 2)
 
 
-def _cols(model: Surrogate, free: tuple[str, ...] | None) -> list[int]:
+def _cols(model: StrikeSurrogate, free: tuple[str, ...] | None) -> list[int]:
     names = model.space.names if free is None else free
     return [model.space.index(n) for n in names]
 
 
 @eqx.filter_jit
-def _spread(model: Surrogate, strikes, draws) -> Float[Array, " n"]:
+def _spread(model: StrikeSurrogate, strikes, draws) -> Float[Array, " n"]:
     """Mean squared relative residual of each strike's prediction under each draw against the draws' mean."""
     vel = jax.vmap(lambda p: jax.vmap(lambda s: model(s, p))(strikes))(draws)  # (m, n, 3)
     centre = vel.mean(0)
@@ -187,7 +187,7 @@ def _spread(model: Surrogate, strikes, draws) -> Float[Array, " n"]:
     return jnp.mean(res**2, axis=(0, 2))
 
 
-def error_terms(model: Surrogate, strikes, labels, params) -> tuple[np.ndarray, np.ndarray]:
+def error_terms(model: StrikeSurrogate, strikes, labels, params) -> tuple[np.ndarray, np.ndarray]:
     """Each strike's squared relative residual beyond its label noise (n,), and its weight 1 / noise² (n,).
 
     `model_error` of several batches, each against its own fit, is `pooled_error` of their terms.
@@ -215,7 +215,7 @@ def pooled_error(excess: np.ndarray, weight: np.ndarray, *, upper: bool = False)
     return max(mean, 0.0)
 
 
-def model_error(model: Surrogate, strikes, labels, params) -> float:
+def model_error(model: StrikeSurrogate, strikes, labels, params) -> float:
     """The model's squared error beyond the label noise on strikes already run (summed over the 3 components).
 
     The mean squared relative residual of the labels at `params` less what their
@@ -277,7 +277,7 @@ class _Coverage:
 
 
 def plan(
-    model: Surrogate,
+    model: StrikeSurrogate,
     params,
     *,
     std=None,
@@ -375,7 +375,7 @@ def plan(
     }
 
 
-def _disagreement(model: Surrogate, cand: np.ndarray, params: np.ndarray, precision, z, cols) -> np.ndarray:
+def _disagreement(model: StrikeSurrogate, cand: np.ndarray, params: np.ndarray, precision, z, cols) -> np.ndarray:
     """Spread of each candidate's predicted velocity over posterior draws (common random numbers), in label-noise units."""
     space = model.space
     u0 = np.asarray(space.to_unit(jnp.asarray(params)), np.float64)

@@ -1,6 +1,7 @@
 """The simulated scenes: AbstractImpactScene, the strike (SCENE.md) and the cube toss as its instances, MJCF, geometry, parameter spaces."""
 
 from . import _geometry as geometry  # noqa: F401  (a namespace: clashx.scenes.geometry)
+from ._by_name import make_scene as make_scene
 from ._cube_flight import GRAVITY as GRAVITY
 from ._cube_flight import HALF as HALF
 from ._cube_flight import crossing_time as crossing_time
@@ -24,26 +25,25 @@ from ._geometry import STRIKE_RANGES as STRIKE_RANGES
 from ._geometry import check_shape as check_shape
 from ._geometry import footprint_com as footprint_com
 from ._geometry import impact_geometry as impact_geometry
+from ._mjcf import CUBE_FRICTION as CUBE_FRICTION
+from ._mjcf import CUBE_INERTIA as CUBE_INERTIA
+from ._mjcf import CUBE_MASS as CUBE_MASS
+from ._mjcf import SolverSettings as SolverSettings
 from ._pair import SCHEMA as SCHEMA
 from ._pair import PairScene as PairScene
 from ._pair import load_scene as load_scene
-from ._registry import make_scene as make_scene
 from ._scene import APART_CAP as APART_CAP
 from ._scene import AbstractImpactScene as AbstractImpactScene
 from ._scene import ImpactGate as ImpactGate
 from ._scene import crossing as crossing
 from ._scene import limit_energy as limit_energy
 from ._scene import touches as touches
-from ._scenes import CUBE_FRICTION as CUBE_FRICTION
-from ._scenes import CUBE_INERTIA as CUBE_INERTIA
-from ._scenes import CUBE_MASS as CUBE_MASS
-from ._scenes import SolverSettings as SolverSettings
 from ._spaces import cube_space as cube_space
 from ._spaces import strike_space as strike_space
 from ._strike import ContactResult as ContactResult
-from ._strike import StrikeSim as StrikeSim
+from ._strike import StrikeScene as StrikeScene
 from ._strike import block_pose as block_pose
-from ._strike import make_strike_sim as make_strike_sim
+from ._strike import make_strike_scene as make_strike_scene
 from ._strike import parked as parked
 from ._strike import sample_strikes as sample_strikes
 from ._strike import simulate_strike as simulate_strike
@@ -72,11 +72,8 @@ from ._toss import CORNER_SIGNS as CORNER_SIGNS
 from ._toss import FRAME_DT as FRAME_DT
 from ._toss import WINDOW as WINDOW
 from ._toss import TossEvent as TossEvent
-from ._toss import TossSim as TossSim
-from ._toss import make_toss_sim as make_toss_sim
-from ._toss import quat_exp as quat_exp
-from ._toss import quat_mul as quat_mul
-from ._toss import quat_to_mat as quat_to_mat
+from ._toss import TossScene as TossScene
+from ._toss import make_toss_scene as make_toss_scene
 from ._toss import sample_toss_inputs as sample_toss_inputs
 from ._toss import simulate_toss as simulate_toss
 from ._toss import simulate_tosses_c as simulate_tosses_c

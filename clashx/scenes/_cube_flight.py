@@ -8,13 +8,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..core import Array, Float
+from ..core import Array, Float, quat_exp, quat_mul
 from . import _geometry as geo
-from . import _scenes
-from ._pair_state import quat_exp, quat_mul
+from . import _mjcf
 
 GRAVITY = geo.GRAVITY  # m/s^2, MuJoCo's default
-HALF = _scenes.CUBE_HALF
+HALF = _mjcf.CUBE_HALF
 
 
 def state_to_qpos_qvel(state: Float[Array, "13"]) -> tuple[Float[Array, "7"], Float[Array, "6"]]:

@@ -31,9 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, ParamSpace, in_blocks
-from ._pair_state import quat_exp, quat_mul, quat_to_mat
-from ._scenes import CUBE_HALF, CUBE_INERTIA, CUBE_MASS
+from ..core import Array, Float, ParamSpace, in_blocks, quat_exp, quat_mul, quat_to_mat
+from ._mjcf import CUBE_HALF, CUBE_INERTIA, CUBE_MASS
 from ._toss import CORNER_SIGNS, WINDOW
 
 RIGID_NAMES = ("e_n", "e_t", "mu", "inertia")

@@ -54,7 +54,7 @@ from ..core import Array, Float, Layout, ParamSpace, PRNGKeyArray, in_blocks, mj
 from ..core import batch as _batch
 from . import _pair_contact as pc
 from . import _pair_state as ps
-from ._scene import APART_CAP, AbstractImpactScene, ImpactGate, crossing, touches
+from ._scene import APART_CAP, ENERGY_SLACK, AbstractImpactScene, ImpactGate, crossing, touches
 
 SCHEMA = "pair"  # the event files' scene of every PairScene
 TANGENT_FLOOR = 1e-3  # m/s: below this tangential speed the contact frame's first axis turns to the world's x
@@ -105,7 +105,7 @@ class PairScene(AbstractImpactScene):
     min_closing: ClassVar[float] = 0.05  # m/s: slower touches stay with the engine
     max_impacts: ClassVar[int | None] = None
     rest_speed: ClassVar[float] = 1e-3  # every |qvel| below this: at rest (rollouts stop early)
-    energy_slack: ClassVar[float | None] = 0.02  # the energy guard (ImpactGate.energy_slack)
+    energy_slack: ClassVar[float | None] = ENERGY_SLACK  # the energy guard (ImpactGate.energy_slack)
     engine_contact: ClassVar[bool] = True  # the engine keeps the pair's contacts between impacts
 
     @property

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import Array, Float, mjx
+from ..core import Array, Float, mjx, quat_conj, quat_exp, quat_log, quat_mul, quat_to_mat
 
 _FREE, _BALL = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
 _SLIDE, _HINGE = int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE)
@@ -196,45 +196,6 @@ def coast(joints: PairJoints, state: Float[Array, " d"], tau) -> Float[Array, " 
     return moved
 
 
-def quat_mul(a: Float[Array, "4"], b: Float[Array, "4"]) -> Float[Array, "4"]:
-    """Hamilton product of scalar-first quaternions."""
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    return jnp.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ]
-    )
-
-
-def quat_exp(rotvec: Float[Array, "3"]) -> Float[Array, "4"]:
-    """Unit quaternion of a rotation vector (rad)."""
-    theta = jnp.sqrt(jnp.sum(rotvec**2) + 1e-30)
-    return jnp.concatenate([jnp.cos(theta / 2)[None], jnp.sin(theta / 2) / theta * rotvec])
-
-
-def quat_log(q: Float[Array, "4"]) -> Float[Array, "3"]:
-    """Rotation vector (rad) of a unit quaternion, the shorter way round; the inverse of `quat_exp`."""
-    q = jnp.where(q[0] < 0, -q, q)
-    s = jnp.sqrt(jnp.sum(q[1:] ** 2) + 1e-30)
-    return 2 * jnp.arctan2(s, q[0]) / s * q[1:]
-
-
-def quat_to_mat(q: Float[Array, "4"]) -> Float[Array, "3 3"]:
-    """Rotation matrix (world from body) of a unit quaternion."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    return jnp.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
 def advance(joints: PairJoints, state: Float[Array, " d"], tau) -> Float[Array, " d"]:
     """The pair state moved on by `tau` seconds at its velocities (a part of one step: positions only).
 
@@ -318,10 +279,6 @@ def _free_parts(state, k: int, qo: int, vo: int):
     return q[qo : qo + 3], quat, v[vo : vo + 3], quat_to_mat(quat) @ v[vo + 3 : vo + 6]
 
 
-def _quat_conj(q):
-    return q * jnp.array([1.0, -1.0, -1.0, -1.0], q.dtype)
-
-
 def frame_targets(joints: PairJoints, axes, pre: Float[Array, " d"], post: Float[Array, " d"]) -> Float[Array, " k"]:
     """What changes over an impact, per joint: a free joint in the contact frame, others in their coordinates.
 
@@ -335,12 +292,12 @@ def frame_targets(joints: PairJoints, axes, pre: Float[Array, " d"], post: Float
     for qo, vo in joints.free:
         x0, q0, v0, w0 = _free_parts(pre, k, qo, vo)
         x1, q1, v1, w1 = _free_parts(post, k, qo, vo)
-        rot = quat_log(quat_mul(q1, _quat_conj(q0)))
+        rot = quat_log(quat_mul(q1, quat_conj(q0)))
         out += [axes.T @ (v1 - v0), axes.T @ (w1 - w0), axes.T @ (x1 - x0), axes.T @ rot]
     for qo, vo in joints.ball:
         q0 = pre[qo : qo + 4] / jnp.linalg.norm(pre[qo : qo + 4])
         q1 = post[qo : qo + 4] / jnp.linalg.norm(post[qo : qo + 4])
-        out += [post[k + vo : k + vo + 3] - pre[k + vo : k + vo + 3], quat_log(quat_mul(_quat_conj(q0), q1))]
+        out += [post[k + vo : k + vo + 3] - pre[k + vo : k + vo + 3], quat_log(quat_mul(quat_conj(q0), q1))]
     for qo, vo in joints.scalar:
         out.append(jnp.stack([post[qo] - pre[qo], post[k + vo] - pre[k + vo]]))
     return jnp.concatenate(out)

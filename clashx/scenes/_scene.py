@@ -23,10 +23,11 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, model_world_bytes
+from ..core import Array, Bool, Float, Layout, ParamSpace, PRNGKeyArray, model_world_bytes, short_repr
 from . import _pair_state as ps
 
 APART_CAP = 1 << 30  # steps: the apart counter saturates here
+ENERGY_SLACK = 0.02  # share of the pre-impact kinetic energy a prediction may add (the energy guards' default)
 
 
 class ImpactGate(NamedTuple):
@@ -53,7 +54,7 @@ class ImpactGate(NamedTuple):
     max_impacts: int | None = None
     until: float | None = None
     rest_speed: float = 1e-3
-    energy_slack: float | None = 0.02
+    energy_slack: float | None = ENERGY_SLACK
 
 
 def touches(gate: ImpactGate, dt: float, sep_before, sep, apart_before, impacts_before, time) -> Bool[Array, "..."]:
@@ -215,6 +216,9 @@ class AbstractImpactScene(eqx.Module):
         m = self.hybrid_c_model()
         qpos, qvel = self.with_pair_state(jnp.asarray(m.qpos0, state.dtype), jnp.zeros(m.nv, state.dtype), state)
         return ps.pair_energy(m, self.joints, qpos, qvel)
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 def limit_energy(scene: AbstractImpactScene, pre: Float[Array, " d"], post: Float[Array, " d"]):

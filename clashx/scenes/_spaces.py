@@ -16,7 +16,7 @@ COM_RANGE = (-0.008, 0.008)  # m, offset of the centre of mass from the footprin
 TORSION_RANGE = (0.0, 0.04)  # m, block-ground torsional friction coefficient
 TIMECONST_RANGE = (0.0025, 0.02)  # s, striker-block solref[0], log-uniform
 NOMINAL_MASS = BLOCK_MASS  # kg
-STRIKER_TIMECONST = 0.005  # s, SCENE.md's striker-block time constant (also `_scenes.STRIKER_TIMECONST`)
+STRIKER_TIMECONST = 0.005  # s, SCENE.md's striker-block time constant (also `_mjcf.STRIKER_TIMECONST`)
 
 
 def strike_space(n_pieces: int = 1, *, block: str = "block") -> ParamSpace:
@@ -85,15 +85,15 @@ def cube_space(inertia: bool = False) -> ParamSpace:
     """Contact parameters of the cube toss: friction, time constant and damping ratio of the cube-table contact.
 
     The table touches the cube at its eight corners, one pair each
-    (`_scenes.CUBE_PAIRS`); every parameter is written into all eight.  With
+    (`_mjcf.CUBE_PAIRS`); every parameter is written into all eight.  With
     `inertia`, a fourth parameter scales the cube's principal inertia
-    (× the model's own: the drawing's in `make_toss_sim()`'s; 0.6-3, as the
+    (× the model's own: the drawing's in `make_toss_scene()`'s; 0.6-3, as the
     rigid law's `RIGID_LOW`/`RIGID_HIGH`): the
     mass distribution, which the three contact knobs hold fixed (MuJoCo C
     models only: `prepare` them first; the shipped cube surrogate is not
     conditioned on it).
     """
-    pairs = tuple(f"cube_table{i}" for i in range(8))  # _scenes.CUBE_PAIRS (no import: _scenes is MJCF only)
+    pairs = tuple(f"cube_table{i}" for i in range(8))  # _mjcf.CUBE_PAIRS (no import: _mjcf is MJCF only)
     names: tuple[str, ...] = ("mu", "timeconst", "dampratio")
     low: tuple[float, ...] = (0.05, 0.002, 0.1)
     high: tuple[float, ...] = (0.6, 0.04, 2.0)

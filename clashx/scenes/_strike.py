@@ -45,8 +45,8 @@ from ..core import (
     spread,
 )
 from . import _geometry as geo
+from . import _mjcf
 from . import _pair_state as ps
-from . import _scenes
 from . import _strike_impact as hooks
 from ._scene import AbstractImpactScene, ImpactGate
 from ._spaces import strike_space
@@ -73,15 +73,15 @@ def sample_strikes(n: int, *, key: PRNGKeyArray) -> jax.Array:
     return lo + jax.random.uniform(key, (n, 3)) * (hi - lo)
 
 
-class StrikeSim(AbstractImpactScene):
+class StrikeScene(AbstractImpactScene):
     """The strike scene of one block shape, ready to simulate on MJX or MuJoCo C.
 
-    Build with `make_strike_sim(shape)`.  Static configuration is static; the
+    Build with `make_strike_scene(shape)`.  Static configuration is static; the
     MJX model is a pytree whose array fields can be traced.
     """
 
     shape: str = eqx.field(static=True)
-    settings: _scenes.SolverSettings = eqx.field(static=True)
+    settings: _mjcf.SolverSettings = eqx.field(static=True)
     space: ParamSpace
     rows: Layout = eqx.field(static=True)
     slide_rows: Layout = eqx.field(static=True)
@@ -104,7 +104,7 @@ class StrikeSim(AbstractImpactScene):
         return RELEASE_AFTER
 
     def mjcf(self) -> str:
-        return _scenes.strike_xml(self.shape, self.settings)
+        return _mjcf.strike_xml(self.shape, self.settings)
 
     def sample_inputs(self, n: int, *, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
         """`n` strikes (θ, θ1, v_pre) uniform over SCENE.md's ranges and `n` draws of the space's prior."""
@@ -159,7 +159,7 @@ class StrikeSim(AbstractImpactScene):
     def joints(self) -> ps.PairJoints:
         return self.pair_joints
 
-    def lite(self) -> StrikeSim:
+    def lite(self) -> StrikeScene:
         if self.model is None and self.slide_model is None:
             return self
         return eqx.tree_at(lambda s: (s.model, s.slide_model), self, (None, None), is_leaf=lambda x: x is None)
@@ -211,8 +211,8 @@ class StrikeSim(AbstractImpactScene):
         return hooks.release_state(self.bodies, RELEASE_AFTER, pre, velocity)
 
 
-def _compile(space: ParamSpace, shape: str, settings: _scenes.SolverSettings, **kwargs) -> mujoco.MjModel:
-    m = space.prepare(_scenes.compile_xml(_scenes.strike_xml(shape, settings, **kwargs)))
+def _compile(space: ParamSpace, shape: str, settings: _mjcf.SolverSettings, **kwargs) -> mujoco.MjModel:
+    m = space.prepare(_mjcf.compile_xml(_mjcf.strike_xml(shape, settings, **kwargs)))
     if not kwargs.get("striker_pair", True):
         m.opt.timestep = settings.dt_slide
     return m
@@ -226,9 +226,9 @@ def _settle(m: mujoco.MjModel) -> np.ndarray:
     return d.qpos[:7].copy()
 
 
-def make_strike_sim(
-    shape: str, settings: _scenes.SolverSettings | None = None, space: ParamSpace | None = None
-) -> StrikeSim:
+def make_strike_scene(
+    shape: str, settings: _mjcf.SolverSettings | None = None, space: ParamSpace | None = None
+) -> StrikeScene:
     """Build the strike scene of `shape` with the block settled on the ground.
 
     Args:
@@ -237,11 +237,11 @@ def make_strike_sim(
         space: the identified parameters (default `strike_space()` for the shape's pieces).
 
     Returns:
-        A `StrikeSim`. Its contact phase lasts long enough for the slowest
+        A `StrikeScene`. Its contact phase lasts long enough for the slowest
         strike of the range (v_pre = 0.2 m/s) to touch and be released.
     """
     geo.check_shape(shape)
-    settings = settings or _scenes.SolverSettings()
+    settings = settings or _mjcf.SolverSettings()
     n_pieces = len(geo.convex_pieces(shape))
     space = space or strike_space(n_pieces)
     m = _compile(space, shape, settings)
@@ -250,7 +250,7 @@ def make_strike_sim(
     n_window = int(round(RELEASE_AFTER / settings.dt_contact))
     n_contact = int(math.ceil(geo.GAP / v_min / settings.dt_contact)) + n_window + 5
     n_slide = int(math.ceil(MAX_TIME / settings.dt_slide))
-    return StrikeSim(
+    return StrikeScene(
         bodies=hooks.strike_bodies(shape, m_slide),
         pair_joints=ps.pair_joints(m_slide, "strike", ("striker", "block")),
         shape=shape,
@@ -269,7 +269,7 @@ def make_strike_sim(
     )
 
 
-def _with_params(sim: StrikeSim, params: Float[Array, "p"]) -> mjx.Model:
+def _with_params(sim: StrikeScene, params: Float[Array, "p"]) -> mjx.Model:
     return sim.space.apply(sim.model, sim.rows, params)
 
 
@@ -294,7 +294,7 @@ class ContactResult(eqx.Module):
     t_end: Float[Array, ""]
 
 
-def striker_contact(sim: StrikeSim, data: mjx.Data):
+def striker_contact(sim: StrikeScene, data: mjx.Data):
     """(touching, depth, unit normal) of the deepest striker-block contact of the last collision pass."""
     contact = data._impl.contact
     g = contact.geom
@@ -307,7 +307,7 @@ def striker_contact(sim: StrikeSim, data: mjx.Data):
     return dist[i] < 0, -dist[i], jnp.reshape(contact.frame[i], (-1,))[0:3]  # normal: the frame's first row
 
 
-def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -> ContactResult:
+def contact_phase(sim: StrikeScene, model: mjx.Model, strike: Float[Array, "3"]) -> ContactResult:
     """Run the contact phase of one strike on MJX (`model` carries the world's parameters)."""
     qpos0, qvel0 = initial_state(sim, strike)
     data = mjx.make_data(model).replace(qpos=qpos0, qvel=qvel0)
@@ -346,7 +346,7 @@ def contact_phase(sim: StrikeSim, model: mjx.Model, strike: Float[Array, "3"]) -
     )
 
 
-def slide_phase(sim: StrikeSim, params: Float[Array, "p"], qpos, qvel, t_start) -> Float[Array, "10"]:
+def slide_phase(sim: StrikeScene, params: Float[Array, "p"], qpos, qvel, t_start) -> Float[Array, "10"]:
     """Slide the block (striker parked) from time `t_start` until MAX_TIME; return the final qpos."""
     model = sim.space.apply(sim.slide_model, sim.slide_rows, params)
     qpos, qvel = parked(qpos, qvel)
@@ -362,12 +362,12 @@ def slide_phase(sim: StrikeSim, params: Float[Array, "p"], qpos, qvel, t_start) 
 
 
 def simulate_strike(
-    sim: StrikeSim, strike: Float[Array, "3"], params: Float[Array, "3"], *, to_rest: bool = True
+    sim: StrikeScene, strike: Float[Array, "3"], params: Float[Array, "3"], *, to_rest: bool = True
 ) -> StrikeEvent:
     """Simulate one strike on MJX and return its collision event.
 
     Args:
-        sim: the scene, from `make_strike_sim`.
+        sim: the scene, from `make_strike_scene`.
         strike: (θ, θ1, v_pre), rad, rad, m/s (SCENE.md "A strike").
         params: (p,) values of `sim.space` (its `names`, physical units).
         to_rest: also run the slide phase for the rest pose (else rest_pose is the pose at release).
@@ -380,13 +380,13 @@ def simulate_strike(
     return strike_event(c, block_pose(q_end))
 
 
-def strike_world_bytes(sim: StrikeSim) -> int:
+def strike_world_bytes(sim: StrikeScene) -> int:
     """One strike's footprint in a vmapped batch, for the batching policy (`clashx.core.block_size`)."""
     return max(model_world_bytes(sim.model), model_world_bytes(sim.slide_model))
 
 
 def simulate_strikes_mjx(
-    sim: StrikeSim,
+    sim: StrikeScene,
     strikes: Float[Array, "batch 3"],
     params: Float[Array, "batch 3"],
     *,
@@ -405,7 +405,7 @@ def simulate_strikes_mjx(
 
 
 @eqx.filter_jit
-def _simulate_strikes_mjx(sim: StrikeSim, strikes, params, *, to_rest: bool, block: int) -> StrikeEvent:
+def _simulate_strikes_mjx(sim: StrikeScene, strikes, params, *, to_rest: bool, block: int) -> StrikeEvent:
     return map_batched(lambda x: simulate_strike(sim, x[0], x[1], to_rest=to_rest), (strikes, params), batch_size=block)
 
 

@@ -27,11 +27,11 @@ from ._strike_rule import (
 )
 
 if TYPE_CHECKING:
-    from ._strike import StrikeSim
+    from ._strike import StrikeScene
 
 
 def simulate_strikes_c(
-    sim: StrikeSim,
+    sim: StrikeScene,
     strikes: Float[np.ndarray, "batch 3"],
     params: Float[np.ndarray, "batch p"],
     *,
@@ -82,7 +82,7 @@ class ContactRecord(NamedTuple):
     qpos: np.ndarray
 
 
-def contact_phase_c(sim: StrikeSim, strikes, params, *, nthread: int = 0) -> ContactRecord:
+def contact_phase_c(sim: StrikeScene, strikes, params, *, nthread: int = 0) -> ContactRecord:
     """The contact phase of a batch of strikes on MuJoCo C (the rule of `contact_phase`), states kept."""
     strikes = np.asarray(strikes, np.float64)
     params = np.asarray(params, np.float64)
@@ -130,7 +130,7 @@ REST_CHECK_STEPS = 50  # slide steps between checks (0.2 s at dt_slide 4 ms)
 
 
 def slide_to_rest_c(
-    sim: StrikeSim,
+    sim: StrikeScene,
     params,
     q_rel,
     v_rel,
@@ -177,7 +177,7 @@ def slide_to_rest_c(
     return q_end
 
 
-def slide_c(sim: StrikeSim, params, q_rel, v_rel, t_start, n_steps: int, nthread: int = 0) -> np.ndarray:
+def slide_c(sim: StrikeScene, params, q_rel, v_rel, t_start, n_steps: int, nthread: int = 0) -> np.ndarray:
     """Slide released blocks (striker parked) `n_steps` steps of dt_slide on MuJoCo C; returns every qpos (n, n_steps, 10)."""
     qp, qv = parked_np(q_rel, v_rel)
     batch = _batch.make_batch(sim.mj_slide_model(), sim.space, sim.slide_rows, params, nsim=len(q_rel), nthread=nthread)

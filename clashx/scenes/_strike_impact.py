@@ -1,6 +1,6 @@
 """The strike as an instance of the one hybrid rule: its separation, the strike a touch is, and the state at release.
 
-The hooks `StrikeSim` gives `clashx.hybrid` (SCENE.md's scene; the pair is the striker
+The hooks `StrikeScene` gives `clashx.hybrid` (SCENE.md's scene; the pair is the striker
 and the block, the pair state the whole (qpos ‖ qvel) of the scene, 10 + 9):
 
 - `separation`: the planar separating-axis distance between the striker's square and
@@ -24,8 +24,8 @@ import numpy as np
 
 from ..core import Array, Bool, Float
 from . import _geometry as geo
+from ._scene import ENERGY_SLACK
 
-ENERGY_SLACK = 0.02  # post-impact kinetic energy may exceed the pre-impact energy by at most 2 %
 _STRIKER_Q = slice(7, 10)  # striker qpos: slide x, slide y, yaw (0 = parked off the scene)
 _STRIKER_V = slice(6, 9)
 

@@ -25,7 +25,7 @@ first touch.
 `family_outcomes(family, shape, strikes, params)` runs one compiled, vmapped
 batch; `compliant_space()` is the compliant family's parameters as a
 `ParamSpace`, what a surrogate distilled from it is conditioned on (the
-shipped ones: `clashx.shipped_surrogate(shape, family="compliant")`).
+shipped ones: `clashx.shipped_strike_surrogate(shape, family="compliant")`).
 """
 
 from __future__ import annotations

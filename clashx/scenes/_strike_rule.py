@@ -18,7 +18,7 @@ from . import _geometry as geo
 from ._strike_impact import block_pose, yaw_of
 
 if TYPE_CHECKING:
-    from ._strike import StrikeSim
+    from ._strike import StrikeScene
 
 RELEASE_AFTER = 0.02  # s from first touch until the arm pulls the striker away
 MAX_TIME = 4.0  # s after launch: the lab stops a strike here if the block still moves
@@ -57,7 +57,7 @@ def block_velocity(qpos: Float[Array, "nq"], qvel: Float[Array, "nv"]) -> Float[
     return jnp.stack([v[0], v[1], qvel[5]])
 
 
-def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
+def initial_state(sim: StrikeScene, strike: Float[Array, "3"]) -> tuple[Float[Array, "10"], Float[Array, "9"]]:
     """qpos and qvel at launch: the settled block, the striker placed and moving as SCENE.md says."""
     centre, s_yaw, vel = geo.striker_start(sim.shape, strike)
     pose = block_pose(sim.block_rest)
@@ -70,7 +70,7 @@ def initial_state(sim: StrikeSim, strike: Float[Array, "3"]) -> tuple[Float[Arra
     return qpos, qvel
 
 
-def release_rule(sim: StrikeSim, found, touch_k, depth, closing, q_a, v_a, q_b, v_b):
+def release_rule(sim: StrikeScene, found, touch_k, depth, closing, q_a, v_a, q_b, v_b):
     """The event from the first touching step and the two states around release (both engines use this).
 
     The first collision pass that finds a striker-block contact runs on state
@@ -117,13 +117,13 @@ def strike_event(contact, rest_pose) -> StrikeEvent:
 
 
 @eqx.filter_jit
-def initial_states_batch(sim: StrikeSim, strikes):
+def initial_states_batch(sim: StrikeScene, strikes):
     """`initial_state` of each strike (n, 3): (qpos (n, nq), qvel (n, nv)), compiled once per batch size."""
     return jax.vmap(lambda s: initial_state(sim, s))(strikes)
 
 
 @eqx.filter_jit
-def release_rules(sim: StrikeSim, found, k, depth, closing, q_a, v_a, q_b, v_b):
+def release_rules(sim: StrikeScene, found, k, depth, closing, q_a, v_a, q_b, v_b):
     """`release_rule` of each world (leading axis), compiled once per batch size."""
     return jax.vmap(lambda *a: release_rule(sim, *a))(found, k, depth, closing, q_a, v_a, q_b, v_b)
 

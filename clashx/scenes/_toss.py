@@ -48,7 +48,7 @@ trajectory is sampled exactly at the recording's frames, and dt stays below
 half the prior's shortest contact time constant (2 ms).  Newton solver, 16
 iterations, pyramidal cone: MuJoCo C with 200 iterations gives the same
 events, and MJX (float32) matches MuJoCo C to 1e-6 m and 1e-3 rad/s.  The
-table touches the cube through its eight corners (`_scenes.cube_xml`), where
+table touches the cube through its eight corners (`_mjcf.cube_xml`), where
 both engines find the same contacts.
 
 The event rule is written once in JAX (`_track_step`, `_finish`); MJX runs it
@@ -83,9 +83,9 @@ from ..core import (
     spread,
 )
 from ..core import batch as _batch
+from . import _mjcf
 from . import _pair_contact as pc
 from . import _pair_state as ps
-from . import _scenes
 from ._cube_flight import (
     GRAVITY,
     crossing_time,
@@ -95,9 +95,6 @@ from ._cube_flight import (
     qpos_qvel_to_state,
     state_to_qpos_qvel,
 )
-from ._pair_state import quat_exp as quat_exp
-from ._pair_state import quat_mul as quat_mul
-from ._pair_state import quat_to_mat as quat_to_mat
 from ._scene import AbstractImpactScene, ImpactGate
 from ._spaces import cube_space
 
@@ -120,9 +117,9 @@ INIT_RANGES = {
 }
 
 
-def toss_settings() -> _scenes.SolverSettings:
+def toss_settings() -> _mjcf.SolverSettings:
     """Integrator and solver settings of the toss: dt = 1/1036 s, Newton, pyramidal cone."""
-    return _scenes.SolverSettings(dt_contact=DT, dt_slide=DT, iterations=16, ls_iterations=8, cone="pyramidal")
+    return _mjcf.SolverSettings(dt_contact=DT, dt_slide=DT, iterations=16, ls_iterations=8, cone="pyramidal")
 
 
 # --- the scene ---------------------------------------------------------------------------------
@@ -147,8 +144,8 @@ class TossEvent(eqx.Module):
     track: Float[Array, "frames 13"]
 
 
-class TossSim(AbstractImpactScene):
-    """The cube-toss scene, ready to simulate on MJX or MuJoCo C.  Build with `make_toss_sim()`.
+class TossScene(AbstractImpactScene):
+    """The cube-toss scene, ready to simulate on MJX or MuJoCo C.  Build with `make_toss_scene()`.
 
     As an instance of the one hybrid rule (`clashx.hybrid`): the pair is the cube's free
     joint against the table (the world), its separation the lowest corner's height, an
@@ -157,7 +154,7 @@ class TossSim(AbstractImpactScene):
     13-vector state (`impact_input`, `impact_output`).
     """
 
-    settings: _scenes.SolverSettings = eqx.field(static=True)
+    settings: _mjcf.SolverSettings = eqx.field(static=True)
     space: ParamSpace
     rows: Layout = eqx.field(static=True)
     model: mjx.Model
@@ -167,7 +164,7 @@ class TossSim(AbstractImpactScene):
     pair_joints: ps.PairJoints = eqx.field(static=True)
     corner_pairs: tuple[int, ...] = eqx.field(static=True)
     max_impacts: int | None = eqx.field(static=True, default=None)
-    inertia: float = eqx.field(static=True, default=_scenes.CUBE_INERTIA)
+    inertia: float = eqx.field(static=True, default=_mjcf.CUBE_INERTIA)
 
     name: ClassVar[str] = "cube-toss"
     pair: ClassVar[tuple[str, str]] = ("table", "cube")
@@ -177,7 +174,7 @@ class TossSim(AbstractImpactScene):
         return WINDOW
 
     def mjcf(self) -> str:
-        return _scenes.cube_xml(self.settings, inertia=self.inertia)
+        return _mjcf.cube_xml(self.settings, inertia=self.inertia)
 
     def sample_inputs(self, n: int, *, key: PRNGKeyArray) -> tuple[np.ndarray, np.ndarray]:
         """`n` initial toss states (`INIT_RANGES`) and `n` draws of the space's prior."""
@@ -207,7 +204,7 @@ class TossSim(AbstractImpactScene):
 
     def mj_model(self, touch_sensor: bool = False) -> mujoco.MjModel:
         """A fresh MuJoCo C model of this scene (nominal parameters)."""
-        return _scenes.compile_xml(_scenes.cube_xml(self.settings, touch_sensor=touch_sensor, inertia=self.inertia))
+        return _mjcf.compile_xml(_mjcf.cube_xml(self.settings, touch_sensor=touch_sensor, inertia=self.inertia))
 
     # --- the hybrid rule's hooks -----------------------------------------------------------------
 
@@ -215,7 +212,7 @@ class TossSim(AbstractImpactScene):
     def joints(self) -> ps.PairJoints:
         return self.pair_joints
 
-    def lite(self) -> TossSim:
+    def lite(self) -> TossScene:
         return self if self.model is None else eqx.tree_at(lambda s: s.model, self, None, is_leaf=lambda x: x is None)
 
     @property
@@ -258,7 +255,7 @@ class TossSim(AbstractImpactScene):
         q, v = state_to_qpos_qvel(flown)
         return jnp.concatenate([q, v])
 
-    def first_impact_only(self) -> TossSim:
+    def first_impact_only(self) -> TossScene:
         """This scene with only the toss's first impact through the handler (MJX's after it)."""
         return dataclasses.replace(self, max_impacts=1)
 
@@ -270,7 +267,7 @@ def max_flight_time() -> float:
     return (vz + math.sqrt(vz * vz + 2 * GRAVITY * h)) / GRAVITY
 
 
-def make_toss_sim(settings: _scenes.SolverSettings | None = None, *, inertia_scale: float = 1.0) -> TossSim:
+def make_toss_scene(settings: _mjcf.SolverSettings | None = None, *, inertia_scale: float = 1.0) -> TossScene:
     """Build the cube-toss scene.
 
     Args:
@@ -281,20 +278,20 @@ def make_toss_sim(settings: _scenes.SolverSettings | None = None, *, inertia_sca
             `identify_rigid_impacts`' fourth parameter).
 
     Returns:
-        A `TossSim` whose event horizon (`n_event_frames`) covers the first
+        A `TossScene` whose event horizon (`n_event_frames`) covers the first
         impact and its window for every initial state in `INIT_RANGES`.
     """
     settings = settings or toss_settings()
     substeps = FRAME_DT / settings.dt_contact
     if abs(substeps - round(substeps)) > 1e-6:
-        raise ValueError(f"make_toss_sim: dt_contact={settings.dt_contact} must be 1/148 s divided by a whole number")
+        raise ValueError(f"make_toss_scene: dt_contact={settings.dt_contact} must be 1/148 s divided by a whole number")
     if not (math.isfinite(inertia_scale) and inertia_scale > 0):
-        raise ValueError(f"make_toss_sim: inertia_scale={inertia_scale} must be a positive number")
-    inertia = float(_scenes.CUBE_INERTIA * inertia_scale)
-    m = _scenes.compile_xml(_scenes.cube_xml(settings, inertia=inertia))
+        raise ValueError(f"make_toss_scene: inertia_scale={inertia_scale} must be a positive number")
+    inertia = float(_mjcf.CUBE_INERTIA * inertia_scale)
+    m = _mjcf.compile_xml(_mjcf.cube_xml(settings, inertia=inertia))
     space = cube_space()
     cube = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "cube")
-    return TossSim(
+    return TossScene(
         pair_joints=ps.pair_joints(m, "cube-toss", ("cube", "world")),
         corner_pairs=pc.pair_rows(m, (cube, 0))[0],
         settings=settings,
@@ -362,7 +359,7 @@ def _finish(
 # --- MJX ------------------------------------------------------------------------------------
 
 
-def _touching(sim: TossSim, data: mjx.Data) -> Bool[Array, ""]:
+def _touching(sim: TossScene, data: mjx.Data) -> Bool[Array, ""]:
     contact = data._impl.contact
     g = contact.geom
     corner = jnp.asarray(sim.corner_geoms)
@@ -372,12 +369,12 @@ def _touching(sim: TossSim, data: mjx.Data) -> Bool[Array, ""]:
 
 
 def simulate_toss(
-    sim: TossSim, initial_state: Float[Array, "13"], params: Float[Array, "3"], n_frames: int = 0
+    sim: TossScene, initial_state: Float[Array, "13"], params: Float[Array, "3"], n_frames: int = 0
 ) -> TossEvent:
     """Simulate one toss on MJX: its first-impact event and its trajectory at the 148 Hz frames.
 
     Args:
-        sim: the scene, from `make_toss_sim`.
+        sim: the scene, from `make_toss_scene`.
         initial_state: the state at t = 0 (13,), dataset layout (module docstring).
         params: (μ, time constant s, damping ratio), `sim.space` order.
         n_frames: frames of trajectory to return (static); the simulation runs
@@ -411,7 +408,7 @@ def simulate_toss(
 
 
 def simulate_tosses(
-    sim: TossSim, initial_states: Float[Array, "batch 13"], params: Float[Array, "batch 3"], n_frames: int = 0
+    sim: TossScene, initial_states: Float[Array, "batch 13"], params: Float[Array, "batch 3"], n_frames: int = 0
 ) -> TossEvent:
     """`simulate_toss` over a batch (jit + vmap in blocks of the batching policy, `clashx.core.block_size`;
     one compilation per batch size and n_frames).
@@ -425,7 +422,7 @@ def simulate_tosses(
 
 
 @eqx.filter_jit
-def _simulate_tosses(sim: TossSim, initial_states, params, n_frames: int, *, block: int) -> TossEvent:
+def _simulate_tosses(sim: TossScene, initial_states, params, n_frames: int, *, block: int) -> TossEvent:
     return map_batched(lambda x: simulate_toss(sim, x[0], x[1], n_frames), (initial_states, params), batch_size=block)
 
 
@@ -448,7 +445,7 @@ def _track_block(tr: _Tracker, j0, states, touching, dt: float) -> _Tracker:
 
 
 def simulate_tosses_c(
-    sim: TossSim,
+    sim: TossScene,
     initial_states: Float[np.ndarray, "batch 13"],
     params: Float[np.ndarray, "batch 3"],
     n_frames: int = 0,
@@ -542,7 +539,7 @@ def sample_toss_inputs(
 
 
 def toss_events(
-    sim: TossSim,
+    sim: TossScene,
     initial_states: Float[Array, "n 13"],
     params: Float[Array, "n 3"],
     engine: str = "mjx",

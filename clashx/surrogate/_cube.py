@@ -41,9 +41,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, ParamSpace, PRNGKeyArray, check_space, load_model_leaves, read_model_meta, save_model
+from ..core import (
+    Array,
+    Float,
+    ParamSpace,
+    PRNGKeyArray,
+    check_space,
+    load_model_leaves,
+    quat_conj,
+    quat_exp,
+    quat_log,
+    quat_mul,
+    quat_to_mat,
+    read_model_meta,
+    save_model,
+)
 from ..events import data_path, versions
-from ..scenes import WINDOW, cube_space, quat_exp, quat_mul, quat_to_mat
+from ..scenes import WINDOW, cube_space
 from ._base import TargetSurrogate, init_network
 
 MODEL_FILE = "cube_surrogate.eqx"
@@ -68,19 +82,6 @@ def _cube_group() -> np.ndarray:
 
 
 CUBE_GROUP = _cube_group()
-
-
-def quat_conj(q: Float[Array, "4"]) -> Float[Array, "4"]:
-    """Inverse of a unit quaternion."""
-    return q * jnp.array([1.0, -1.0, -1.0, -1.0], q.dtype)
-
-
-def quat_log(q: Float[Array, "4"]) -> Float[Array, "3"]:
-    """Rotation vector (rad) of a unit quaternion, the shorter way round; the inverse of `quat_exp`."""
-    q = jnp.where(q[0] < 0, -q, q)
-    s = jnp.sqrt(jnp.sum(q[1:] ** 2) + 1e-30)
-    theta = 2 * jnp.arctan2(s, q[0])
-    return theta / s * q[1:]
 
 
 def _rot_z(psi: Float[Array, ""]) -> Float[Array, "3 3"]:

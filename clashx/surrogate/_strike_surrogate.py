@@ -38,7 +38,7 @@ from ..core import Array, Float, ParamSpace, PRNGKeyArray, check_space, load_mod
 from ..events import VELOCITY_FLOOR, data_path, speed_residuals, versions
 from ..scenes import compliant_space, strike_space
 from ..scenes import geometry as geo
-from ._base import AbstractSurrogate, init_network
+from ._base import MLP, AbstractSurrogate, init_network
 
 _N_STRIKE_FEATURES = 9  # the parameters add space.size more
 N_OUT = 6  # velocity at release (3) and displacement over the window (3)
@@ -53,7 +53,7 @@ _V_MID = 0.5 * sum(geo.STRIKE_RANGES["v_pre"])
 _V_HALF = 0.5 * (geo.STRIKE_RANGES["v_pre"][1] - geo.STRIKE_RANGES["v_pre"][0])
 
 
-class Surrogate(AbstractSurrogate):
+class StrikeSurrogate(AbstractSurrogate):
     """Post-impact velocity (vx, vy, ωz; block frame) of one strike under given parameters.
 
     Call as `model(strike, params)`: strike (θ, θ1, v_pre) in rad, rad, m/s;
@@ -62,7 +62,7 @@ class Surrogate(AbstractSurrogate):
     `model.release(strike, params)` also gives the window's displacement.
     """
 
-    mlp: eqx.nn.MLP
+    mlp: MLP
     out_mean: Float[Array, "6"]
     out_std: Float[Array, "6"]
     shape: str = eqx.field(static=True)
@@ -97,7 +97,7 @@ class Surrogate(AbstractSurrogate):
         return speed_residuals(self(strike, params), velocity, geo.characteristic_length(self.shape), VELOCITY_FLOOR)
 
 
-def make_surrogate(
+def make_strike_surrogate(
     shape: str,
     *,
     key: PRNGKeyArray,
@@ -106,7 +106,7 @@ def make_surrogate(
     depth: int = 4,
     out_mean=None,
     out_std=None,
-) -> Surrogate:
+) -> StrikeSurrogate:
     """A freshly initialised surrogate for `shape` (weights from `key`).
 
     Args:
@@ -121,18 +121,7 @@ def make_surrogate(
     net = init_network(
         _N_STRIKE_FEATURES + space.size, N_OUT, width, depth, key=key, out_mean=out_mean, out_std=out_std
     )
-    return Surrogate(shape=shape, space=space, **net)
-
-
-def predict(
-    model: Surrogate, strikes: Float[Array, "n 3"], params: Float[Array, "p"] | Float[Array, "n p"]
-) -> Float[Array, "n 3"]:
-    """Predicted post-impact velocities of `strikes` under `params` (one set for all, or one per strike)."""
-    strikes = jnp.asarray(strikes)
-    params = jnp.asarray(params)
-    if params.ndim == 1:
-        return jax.vmap(model, in_axes=(0, None))(strikes, params)
-    return jax.vmap(model)(strikes, params)
+    return StrikeSurrogate(shape=shape, space=space, **net)
 
 
 _MIRRORED_PARAMS = ("com_x",)  # parameters whose sign flips in the mirror image
@@ -159,7 +148,7 @@ def mirror(strikes: Float[Array, "n 3"], outcomes: Float[Array, "n k"], params=N
     return s, outcomes * flip, jnp.asarray(params) * sign
 
 
-def describe(model: Surrogate) -> dict[str, Any]:
+def describe(model: StrikeSurrogate) -> dict[str, Any]:
     """The metadata that must match for a checkpoint to be used with a scene and parameter space."""
     return {
         "scene": "strike",
@@ -171,16 +160,16 @@ def describe(model: Surrogate) -> dict[str, Any]:
     }
 
 
-def save_surrogate(run_dir: str | os.PathLike, model: Surrogate, extra: dict | None = None) -> None:
+def save_strike_surrogate(run_dir: str | os.PathLike, model: StrikeSurrogate, extra: dict | None = None) -> None:
     """Write `model` to `run_dir` (weights and metadata, each file atomically)."""
 
     save_model(run_dir, model, describe(model) | {"versions": versions()} | (extra or {}), MODEL_FILE, META_FILE)
 
 
-def load_surrogate(
+def load_strike_surrogate(
     run_dir: str | os.PathLike, *, shape: str | None = None, space: ParamSpace | None = None
-) -> Surrogate:
-    """Load a surrogate saved by `save_surrogate` (or `clashx pretrain` / `finetune`).
+) -> StrikeSurrogate:
+    """Load a surrogate saved by `save_strike_surrogate` (or `clashx pretrain` / `finetune`).
 
     Args:
         run_dir: the run folder.
@@ -200,7 +189,7 @@ def load_surrogate(
             f"{meta_path}: a surrogate of an older clashx (velocity only, over mu1, mu2, e1); this clashx "
             f"conditions on {', '.join(strike_space().names)} and predicts the window's displacement too. "
             "Retrain it: `clashx generate --scene strike --shape S --n 100000 --no-rest --out sim.npz` "
-            "then `clashx pretrain --data sim.npz --out RUN`, or use the shipped one (`clashx.shipped_surrogate(shape)`)"
+            "then `clashx pretrain --data sim.npz --out RUN`, or use the shipped one (`clashx.shipped_strike_surrogate(shape)`)"
         )
     if meta.get("format") != FORMAT or meta.get("scene") != "strike":
         raise ValueError(
@@ -212,9 +201,9 @@ def load_surrogate(
         )
     check_space(run_dir, meta, space)
 
-    def skeleton() -> Surrogate:
+    def skeleton() -> StrikeSurrogate:
         saved = ParamSpace.from_description(meta["param_space"])
-        return make_surrogate(
+        return make_strike_surrogate(
             meta["shape"], key=jax.random.PRNGKey(0), space=saved, width=int(meta["width"]), depth=int(meta["depth"])
         )
 
@@ -267,7 +256,7 @@ def window_displacement(
 SHIPPED_FAMILIES = {"mujoco": "strike_surrogate", "compliant": "strike_surrogate_compliant"}
 
 
-def shipped_surrogate(shape: str, family: str = "mujoco") -> Surrogate:
+def shipped_strike_surrogate(shape: str, family: str = "mujoco") -> StrikeSurrogate:
     """The pretrained surrogate of `shape` shipped with clashx (how each was made: its folder's README.md).
 
     Args:
@@ -279,7 +268,7 @@ def shipped_surrogate(shape: str, family: str = "mujoco") -> Surrogate:
     geo.check_shape(shape)
     if family not in SHIPPED_FAMILIES:
         raise ValueError(f"family {family!r}: the shipped surrogates are {', '.join(map(repr, SHIPPED_FAMILIES))}")
-    return load_surrogate(data_path(f"{SHIPPED_FAMILIES[family]}/{shape}/{META_FILE}").parent, shape=shape)
+    return load_strike_surrogate(data_path(f"{SHIPPED_FAMILIES[family]}/{shape}/{META_FILE}").parent, shape=shape)
 
 
 def surrogate_family(model: AbstractSurrogate) -> str:
@@ -288,11 +277,13 @@ def surrogate_family(model: AbstractSurrogate) -> str:
     return "compliant" if tuple(model.space.names) == tuple(compliant_space().names) else "mujoco"
 
 
-def load_or_shipped(run_dir: str | os.PathLike | None, shape: str | None, family: str | None = "mujoco") -> Surrogate:
-    """`load_surrogate(run_dir)` if a run folder is given (it must be of `family`; None: any), else the shipped
+def load_or_shipped(
+    run_dir: str | os.PathLike | None, shape: str | None, family: str | None = "mujoco"
+) -> StrikeSurrogate:
+    """`load_strike_surrogate(run_dir)` if a run folder is given (it must be of `family`; None: any), else the shipped
     surrogate of `shape` and `family` (None: "mujoco")."""
     if run_dir:
-        model = load_surrogate(run_dir, shape=shape)
+        model = load_strike_surrogate(run_dir, shape=shape)
         if family is not None and surrogate_family(model) != family:
             raise ValueError(
                 f"{run_dir}: a surrogate of the {surrogate_family(model)} family (parameters "
@@ -302,4 +293,4 @@ def load_or_shipped(run_dir: str | os.PathLike | None, shape: str | None, family
         return model
     if shape is None:
         raise ValueError("no surrogate given: pass --model RUN (or the shape, to use the shipped one)")
-    return shipped_surrogate(shape, family or "mujoco")
+    return shipped_strike_surrogate(shape, family or "mujoco")

@@ -2,6 +2,7 @@
 
 from ._cube_pipeline import METHODS as METHODS
 from ._cube_pipeline import CubeTossConfig as CubeTossConfig
+from ._cube_pipeline import CubeTossResult as CubeTossResult
 from ._cube_pipeline import run_cube_toss as run_cube_toss
 from ._cube_pipeline import save_json as save_json
 from ._cube_pipeline import summary_table as summary_table

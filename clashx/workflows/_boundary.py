@@ -15,13 +15,20 @@ import signal
 import sys
 import threading
 
-from ..core import block_override, check_outputs_apart, check_seed, output_lock
+from ..core import ParameterError, block_override, check_outputs_apart, check_seed, output_lock
 
 # The flags whose paths a command reads, and those it writes: an output that is an input is refused,
 # and each output is locked while the command writes it (`clashx.core.output_lock`).
 INPUT_FLAGS = ("data", "real", "params", "model", "events", "input", "done", "ran", "targets", "need")
 OUTPUT_FLAGS = ("out", "json", "plot")
 RESUMABLE = ("generate", "pretrain", "train-policy")  # these keep their finished chunks, epochs or tables
+# A library parameter whose flag is not "--" + its name with dashes (`flag_of`).
+FLAG_OF = {"to_rest": "--no-rest", "k": "--k", "scene_spec": "--scene"}
+
+
+def flag_of(param: str) -> str:
+    """The command line's flag for a library parameter: `chunk_size` -> `--chunk-size`."""
+    return FLAG_OF.get(param, "--" + param.replace("_", "-"))
 
 
 def number_arg(kind, low: float, high: float = math.inf, *, low_open: bool = False, what: str = ""):
@@ -48,8 +55,10 @@ def seed_arg(text: str) -> int:
     """An argparse type: a seed in [0, 2**32)."""
     try:
         return check_seed(int(text))
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("--seed ")) from None
+    except ParameterError as e:
+        raise argparse.ArgumentTypeError(f"{text}: {e.why}") from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
 POSITIVE = number_arg(int, 1)
@@ -87,6 +96,8 @@ def run_guarded(a: argparse.Namespace, command: str) -> int:
             )
         elif isinstance(e, OSError):
             message = _os_message(e)
+        elif isinstance(e, ParameterError):  # the library names its parameter; the user typed a flag
+            message = e.flag_message(flag_of(e.param))
         else:
             message = str(e)
     except (KeyboardInterrupt, Terminated) as e:

@@ -64,8 +64,8 @@ def _cmd_generate(a: argparse.Namespace) -> int:
     )
     t0 = time.perf_counter()
     with ProgressBar(f"generate {a.scene} {config.shape}".strip(), "events") as bar:
-        manifest = generate(config, progress=bar, report=bar.write)
-    engine = manifest["config"]["engine"]
+        result = generate(config, progress=bar, report=bar.write)
+    engine = result.engine
     print(f"{config.n} {a.scene} events -> {a.out} ({time.perf_counter() - t0:.1f} s, engine {engine})")
     return 0
 
@@ -102,16 +102,17 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
             bar(done, total, {"loss": f"{m['train_loss']:.4f}"} | val)
 
         if a.scene:
-            result = pretrain_pair(load_scene(a.scene), config, progress=progress, report=bar.write)[1]
+            result = pretrain_pair(load_scene(a.scene), config, progress=progress, report=bar.write)
         else:
             result = pretrain(config, progress=progress, report=bar.write)
-    v = result["validation"]
+    result.save(a.out)
+    v = result.validation
     print(
         f"validation ({v['n']} simulated {'impacts' if a.scene else 'events'}): α=0.1 accuracy {v['alpha_0.1']:.3f}, median relative error {v['median_rel_err']:.4f}"
     )
     print(f"model -> {a.out}")
     if a.json:
-        write_json(a.json, result)
+        write_json(a.json, result.to_dict())
     return 0
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from ..baselines import speed_vector, with_speed_vector
 from ..core import Array, Float
 from ..hybrid import hybrid_tosses
-from ..scenes import TossSim
+from ..scenes import TossScene
 
 
 class NoisyImpact(eqx.Module):
@@ -66,7 +66,7 @@ def mean_states(members: Float[np.ndarray, "s ... 13"]) -> np.ndarray:
 
 
 def ensemble_tosses(
-    sim: TossSim,
+    sim: TossScene,
     impact,
     from_unit,
     u_hat: Float[np.ndarray, "p"],
@@ -114,5 +114,5 @@ def ensemble_tosses(
     frames = hybrid_tosses(
         sim, handler, np.tile(np.asarray(initial_states), (samples, 1)), params, n_frames, rest_params=rest_params,
         every_impact=True,
-    )  # fmt: skip
+    ).frames  # fmt: skip
     return mean_states(frames.reshape(samples, n, n_frames, 13))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -47,7 +48,7 @@ from ..baselines import (
     rollout_c,
     trajectory_errors,
 )
-from ..core import in_blocks, model_world_bytes, write_json
+from ..core import Result, in_blocks, model_world_bytes, write_json
 from ..events import ingest_cube_tosses, load_cube_tracks
 from ..hybrid import hybrid_tosses, rest_rollout
 from ..learn import finetune_cube, identify_cube
@@ -56,7 +57,7 @@ from ..scenes import (
     FRAME_DT,
     RIGID_NAMES,
     WINDOW,
-    make_toss_sim,
+    make_toss_scene,
     rigid_cube_window,
     rigid_from_unit,
     rigid_to_unit,
@@ -100,7 +101,7 @@ class CubeTossConfig:
         rigid_joint: clashx_rigid's CMA-ES refit searches the rigid law's four parameters jointly with MJX's
             three on the whole fit tosses (`fit_between_impacts(impact_box=...)`), from the impacts' fit.
         rigid_inertia: clashx_rigid's MJX (between impacts) runs a cube whose inertia is the rigid law's
-            fit (`make_toss_sim(inertia_scale=...)`) instead of the drawing's.
+            fit (`make_toss_scene(inertia_scale=...)`) instead of the drawing's.
         methods: which of `METHODS` to run (default: all).
         posterior_samples: members per toss of the posterior-mean rollouts (`clashx.workflows._cube_ensemble`;
             needs `clashx_rigid` among `methods`): with n > 0, `clashx` and `clashx_rigid` are also rolled out
@@ -173,12 +174,43 @@ def _take(ev: dict, idx: np.ndarray) -> dict:
     }
 
 
-def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
+@dataclasses.dataclass(frozen=True, repr=False)
+class CubeTossResult(Result):
+    """What `run_cube_toss` returns: each method's errors on the evaluated tosses and what it fitted.
+
+    Attributes:
+        methods: per method (`METHODS`), its record: the rollouts' position error in % of the cube's width
+            ("pos_pct_mean", "pos_pct_std", per horizon "pos_pct_H_mean"), rotation error in degrees
+            ("rot_deg_mean", ...), the first impact's α-accuracies ("alpha_0.1", "alpha_0.2") and median
+            relative error, the fitted "params", "fit_s", and per method its extras ("sigma", "finetune", ...).
+        fit_toss_ids: the tosses fitted on.
+        n_eval: tosses evaluated.
+        timing_s: seconds per stage.
+        config: the `CubeTossConfig`, as JSON.
+        published: the published numbers it is compared with.
+        tracks: four real tosses' tracks ("real") and their ids ("toss_ids"), for plots.
+        sim_tracks: the same four tosses as each method rolled them out, for plots.
+    """
+
+    methods: dict[str, dict[str, Any]]
+    fit_toss_ids: list[int]
+    n_eval: int
+    timing_s: dict[str, float]
+    config: dict[str, Any]
+    published: dict[str, Any]
+    tracks: dict[str, Any]
+    sim_tracks: dict[str, np.ndarray]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `--json` content (`json_summary`)."""
+        return json_summary(self)
+
+
+def run_cube_toss(config: CubeTossConfig, *, log=print) -> CubeTossResult:
     """Fit every method on `config.fit` recorded tosses and score it on the others (module docstring).
 
     Returns:
-        {"methods": {METHOD: errors, α-accuracies, fitted parameters, fit seconds},
-         "fit_toss_ids", "n_eval", "timing_s", "config"}.
+        A `CubeTossResult`: per method its errors, α-accuracies, fitted parameters and fit time.
     """
     t_all = time.perf_counter()
     ev, tracks, every = _load(config.tosses)
@@ -204,7 +236,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         f"cube tosses: fit on {config.fit} (toss ids {fit['toss_id'].tolist()}; {len(fit_all['toss_id'])} impacts"
         f" after a free flight), evaluate on {n_eval}"
     )
-    sim = make_toss_sim()
+    sim = make_toss_scene()
     key = jax.random.PRNGKey(config.seed)
     k_id, k_ft, k_mjx, k_rest, k_between = jax.random.split(key, 5)
     results, timing = {}, {}
@@ -260,7 +292,8 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     t0 = time.perf_counter()
     surrogate = load_cube_surrogate(config.surrogate) if config.surrogate else shipped_cube_surrogate()
     p_imp, _ = identify_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], key=k_id)
-    tuned, report = finetune_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], p_imp, key=k_ft)
+    ft = finetune_cube(surrogate, fit_all["pre_state"], fit_all["post_state"], p_imp, key=k_ft)
+    tuned, report = ft.model, ft.to_dict()
     post_fit = impact_posts(tuned, fit["pre_state"], p_imp)[0]
     log(f"  clashx: fine-tuning {report['steps']} steps")
     p_lm = _rest_lm(sim, post_fit, fit, fit_tracks, p_imp, k_rest, config, log)
@@ -287,11 +320,11 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
     log(f"  clashx: rolling {n_eval} tosses out through the hybrid, every impact through the surrogate …")
     t0 = time.perf_counter()
     tracks_cx, fired = hybrid_tosses(
-        sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True, return_stats=True
+        sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True
     )
     timing["clashx_rollout_s"] = time.perf_counter() - t0
     post_cx = impact_posts(tuned, evs["pre_state"], p_imp)[0]
-    landings = {k: float(np.mean(v)) for k, v in fired.items()} | {
+    landings = {"fired": float(np.mean(fired))} | {
         "real_impacts_per_toss": float(np.mean(np.isin(every_e["toss_id"], evs["toss_id"]).sum() / n_eval)),
     }
     log("  clashx: landings per toss " + ", ".join(f"{k} {v:.2f}" for k, v in landings.items()))
@@ -316,7 +349,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         record("clashx_mean", p_imp, mean_cx, post_cx, results["clashx"]["fit_s"])
     if "clashx_first" in config.methods:
         t0 = time.perf_counter()
-        tracks_first = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_lm)
+        tracks_first = hybrid_tosses(sim, tuned, evs["initial_state"], p_imp, n_frames, rest_params=p_lm).frames
         timing["clashx_first_rollout_s"] = time.perf_counter() - t0
         record("clashx_first", p_imp, tracks_first, post_cx, t_fit, {"rest_params": p_lm.tolist()})
     if "clashx_rigid" in config.methods:
@@ -325,7 +358,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         k_rig, k_rig_rest, k_rig_between = jax.random.split(jax.random.fold_in(key, 7), 3)
         p_rig, rig_loss = identify_rigid_impacts(fit_all["pre_state"], fit_all["post_state"], key=k_rig)
         post_rig = impact_posts(rigid_cube_window, fit["pre_state"], p_rig)[0]
-        sim_r = make_toss_sim(sim.settings, inertia_scale=float(p_rig[3])) if config.rigid_inertia else sim
+        sim_r = make_toss_scene(sim.settings, inertia_scale=float(p_rig[3])) if config.rigid_inertia else sim
         p_rig_lm = _rest_lm(sim_r, post_rig, fit, fit_tracks, p_imp, k_rig_rest, config, log)
         p_rig_rest = p_rig_lm
         if config.rest_generations:
@@ -339,7 +372,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
         t_fit = time.perf_counter() - t0
         tracks_rig = hybrid_tosses(
             sim_r, rigid_cube_window, evs["initial_state"], p_rig, n_frames, rest_params=p_rig_rest, every_impact=True
-        )
+        ).frames
         extra = {"rest_params": p_rig_rest.tolist(), "rigid_fit_loss": rig_loss, "rigid_names": list(RIGID_NAMES)}
         u_rig = rigid_to_unit(p_rig)
         extra["sigma"], pred_rig = _sigma(rigid_cube_window, rigid_from_unit, u_rig, fit_all, evs, log)
@@ -364,20 +397,22 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
                 t_fit + results["clashx"]["fit_s"],
             )  # fmt: skip
     if "oracle_first_post" in config.methods:
-        from_post = hybrid_tosses(sim, tuned, evs["post_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True)
+        from_post = hybrid_tosses(
+            sim, tuned, evs["post_state"], p_imp, n_frames, rest_params=p_rest, every_impact=True
+        ).frames
         tracks_or = _after_first_window(tracks_cx, from_post, evs["t_impact"] + WINDOW)
         record("oracle_first_post", p_imp, tracks_or, evs["post_state"], t_fit, {"rest_params": p_rest.tolist()})
 
     timing["total_s"] = time.perf_counter() - t_all
-    return {
-        "methods": results,
-        "fit_toss_ids": fit["toss_id"].tolist(),
-        "n_eval": n_eval,
-        "timing_s": timing,
-        "config": dataclasses.asdict(config),
-        "published": PUBLISHED,
-        "tracks": {"real": real[:4], "toss_ids": evs["toss_id"][:4].tolist()},
-        "_sim_tracks": {
+    return CubeTossResult(
+        methods=results,
+        fit_toss_ids=fit["toss_id"].tolist(),
+        n_eval=n_eval,
+        timing_s=timing,
+        config=dataclasses.asdict(config),
+        published=PUBLISHED,
+        tracks={"real": real[:4], "toss_ids": evs["toss_id"][:4].tolist()},
+        sim_tracks={
             "mujoco_nominal": rollout_c(sim, evs["initial_state"][:4], np.asarray(NOMINAL), n_frames),
             "mujoco_identified": rollout_c(
                 sim, evs["initial_state"][:4], np.asarray(results["mujoco_identified"]["params"]), n_frames
@@ -385,7 +420,7 @@ def run_cube_toss(config: CubeTossConfig, *, log=print) -> dict:
             "clashx": tracks_cx[:4],
         }
         | ({} if tracks_mjx is None else {"mjx_identified": tracks_mjx[:4]}),
-    }
+    )
 
 
 def average_states(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -465,10 +500,10 @@ def _mjx_rollout_fn(n_frames: int):
 
 def summary_table(result: dict) -> str:
     """The bench's table as text: every method's errors beside the published ones."""
-    w = max(19, 1 + max(len(name) for name in result["methods"]))
+    w = max(19, 1 + max(len(name) for name in result.methods))
     head = f"{'method':<{w}}{'pos % width':>16}{'at rest %':>14}{'rot deg':>16}{'α0.1':>7}{'α0.2':>7}"
     lines = [head, "-" * len(head)]
-    for name, r in result["methods"].items():
+    for name, r in result.methods.items():
         lines.append(
             f"{name:<{w}}{r['pos_pct_mean']:>8.1f} ± {r['pos_pct_std']:<5.1f}{r['rest_pct_mean']:>8.1f} ± {r['rest_pct_std']:<4.0f}"
             f"{r['rot_deg_mean']:>8.1f} ± {r['rot_deg_std']:<5.1f}{r['alpha_0.1']:>7.2f}{r['alpha_0.2']:>7.2f}"
@@ -480,11 +515,11 @@ def summary_table(result: dict) -> str:
         + "".join(f"{'pos % @' + c:>14}" for c in cols)
         + "".join(f"{'rot° @' + c:>13}" for c in cols)
     )
-    for name, r in result["methods"].items():
+    for name, r in result.methods.items():
         by_pos = [r[f"pos_pct_{h}_mean"] for h in HORIZONS] + [r["pos_pct_mean"]]
         by_rot = [r[f"rot_deg_{h}_mean"] for h in HORIZONS] + [r["rot_deg_mean"]]
         lines.append(f"{name:<{w}}" + "".join(f"{v:>14.1f}" for v in by_pos) + "".join(f"{v:>13.1f}" for v in by_rot))
-    sig = [(name, r["sigma"]) for name, r in result["methods"].items() if "sigma" in r]
+    sig = [(name, r["sigma"]) for name, r in result.methods.items() if "sigma" in r]
     if sig:
         lines.append(
             "σ per toss on the first impact (from the fit impacts): median σ / median error, in the 50 % / 90 % ellipsoid:"
@@ -500,10 +535,10 @@ def summary_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def json_summary(result: dict) -> dict:
+def json_summary(result: CubeTossResult) -> dict:
     """The `--json` content: per method the required keys and the rest of its record."""
     out = {}
-    for name, r in result["methods"].items():
+    for name, r in result.methods.items():
         out[name] = {
             "pos_err_pct_width_mean": r["pos_pct_mean"],
             "pos_err_pct_width_std": r["pos_pct_std"],
@@ -527,15 +562,15 @@ def json_summary(result: dict) -> dict:
         }
     return out | {
         "_meta": {
-            "n_eval": result["n_eval"],
-            "fit_toss_ids": result["fit_toss_ids"],
-            "timing_s": result["timing_s"],
-            "config": result["config"],
+            "n_eval": result.n_eval,
+            "fit_toss_ids": result.fit_toss_ids,
+            "timing_s": result.timing_s,
+            "config": result.config,
             "alpha": 0.1,
         }
     }
 
 
-def save_json(path: str, result: dict) -> None:
+def save_json(path: str, result: CubeTossResult) -> None:
     """Write `json_summary(result)` to `path`."""
     write_json(path, json_summary(result))

@@ -2,13 +2,13 @@
 
 1. **Strike, per shape.** The shipped lab recordings (`clashx.lab_recording`:
    ten fit strikes and 200 test strikes of lab A per shape) and the shipped
-   pretrained surrogates (`clashx.shipped_surrogate`): clashx identifies the
+   pretrained surrogates (`clashx.shipped_strike_surrogate`): clashx identifies the
    parameters from the ten tracks in two stages and fine-tunes
    (`clashx.learn._lab_fit`); MuJoCo at its defaults and MuJoCo identified on the
    same data with the same objective are scored beside it on the 200 test
    strikes (`clashx.workflows._strike_compare`, CLASH Table III's α-accuracy).
 2. **A model-based strike through the hybrid.** The fine-tuned surrogate as
-   the contact handler of the CPU hybrid (`clashx.hybrid_rollouts_c`), CMA-ES
+   the contact handler of the CPU hybrid (`clashx.strike_rollouts_c`), CMA-ES
    for the strike that brings the block to the rest pose of a recorded test
    strike.
 3. **Real cube tosses.** The shipped ContactNets tosses through the cube
@@ -29,10 +29,10 @@ import numpy as np
 
 from ..core import write_json
 from ..events import alpha_curve, data_path, lab_recording, read_npz
-from ..hybrid import hybrid_rollouts_c, hybrid_tracks_c
-from ..optimize import MBOConfig, cached_hybrid, clip_to_ranges, describe, optimize
+from ..hybrid import hybrid_tracks_c, strike_rollouts_c
+from ..optimize import MBOConfig, cached_hybrid, clip_to_ranges, describe, optimize_strike
 from ..scenes import geometry as geo
-from ..surrogate import shipped_surrogate
+from ..surrogate import shipped_strike_surrogate
 from ._cube_pipeline import CubeTossConfig, run_cube_toss, summary_table
 from ._plots import plot_alpha_curves, plot_tosses, plot_tracks
 from ._strike_compare import DEMO_METHODS, CompareConfig, compare, table, track_comparison
@@ -46,7 +46,7 @@ def strike_section(shape: str, out: str, seed: int, t0: float) -> dict:
     """Identify, fine-tune and score on the shipped recordings of `shape`; α-curves and a track PNG."""
     fit = read_npz(lab_recording(shape, "fit"), "strike recording")
     test = read_npz(lab_recording(shape, "test"), "strike recording")
-    model = shipped_surrogate(shape)
+    model = shipped_strike_surrogate(shape)
     _say(f"{shape}: fitting on the 10 tracks of {lab_recording(shape, 'fit').name}", t0)
     # the bench's CMA-ES budget: with half of it MuJoCo identified scored 0.30 instead of 0.71 on the square
     config = CompareConfig(methods=DEMO_METHODS)
@@ -77,7 +77,7 @@ def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
     sims: dict = {}
     _say(f"{shape}: CMA-ES (16 × 12) through the CPU hybrid for target {np.round(target, 3).tolist()}", t0)
     res = jax.block_until_ready(
-        optimize(
+        optimize_strike(
             "cpu-hybrid", shape, params, start, target, MBOConfig(population=16, generations=12),
             key=jax.random.PRNGKey(seed), handler=model, sims=sims,
         )
@@ -85,7 +85,7 @@ def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
     plan = describe(res, start, target)
     strike = clip_to_ranges(res.strike)
     hs = cached_hybrid(sims, shape)
-    check = hybrid_rollouts_c(hs, model, np.asarray(strike)[None], params)
+    check = strike_rollouts_c(hs, model, np.asarray(strike)[None], params)
     times = np.arange(0, 400) / 120.0
     predicted = hybrid_tracks_c(
         hs.sim, model, np.asarray(strike)[None], params, start[None], np.asarray(check.t_touch), [times]
@@ -154,7 +154,7 @@ def run_demo(out: str = "clashx-demo", shapes: tuple[str, ...] = geo.SHAPES, see
         print(f"{shape:<15}" + "".join(f"{row[m]:>20.3f}" for m in DEMO_METHODS), flush=True)
     if cube:
         cube_result = cube_section(out, seed, t0)
-        summary["cube"] = {m: cube_result["methods"][m]["pos_pct_mean"] for m in cube_result["methods"]}
+        summary["cube"] = {m: cube_result.methods[m]["pos_pct_mean"] for m in cube_result.methods}
     write_json(os.path.join(out, "summary.json"), json.loads(json.dumps(summary, default=float)))
     pngs = sorted(f for f in os.listdir(out) if f.endswith(".png"))
     _say(f"done; pictures in {os.path.abspath(out)}: {', '.join(pngs)}", t0)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import PRNGKeyArray, write_json
 from ..learn import FAMILIES, LabFitConfig, family_config, fit_family, identify, misfit_weights
-from ..surrogate import Surrogate
+from ..surrogate import StrikeSurrogate
 from ._strike_workflow import (
     FAMILY_CHOICES,
     OUTSIDE,
@@ -26,7 +26,7 @@ from ._strike_workflow import (
 
 
 def _identify_one(
-    model: Surrogate,
+    model: StrikeSurrogate,
     family: str,
     real: str,
     data: RealStrikes,

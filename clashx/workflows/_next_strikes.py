@@ -23,8 +23,8 @@ import numpy as np
 from ..core import PRNGKeyArray
 from ..learn import LabFitConfig, fit_recording
 from ..optimize import PlanConfig, error_terms, plan, pooled_error
-from ..scenes import StrikeSim, sample_strikes
-from ..surrogate import Surrogate
+from ..scenes import StrikeScene, sample_strikes
+from ..surrogate import StrikeSurrogate
 
 CHECKPOINTS = (3, 5, 8, 10, 15, 20)
 # Identification inside the loop: the two-stage fit without local re-distillation and fine-tuning
@@ -65,8 +65,8 @@ def slice_recording(recording: dict[str, Any], lo: int, hi: int) -> dict[str, An
 
 
 def strike_loop(
-    model: Surrogate,
-    sim: StrikeSim,
+    model: StrikeSurrogate,
+    sim: StrikeScene,
     run_lab: Callable[[np.ndarray], dict[str, Any]],
     *,
     key: PRNGKeyArray,

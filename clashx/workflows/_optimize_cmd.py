@@ -1,5 +1,5 @@
 """`clashx optimize`: poses and target files from the command line, the reach check, and the CMA-ES searches
-over hybrid rollouts for every (start, target) at once (`clashx.optimize.optimize_many`)."""
+over hybrid rollouts for every (start, target) at once (`clashx.optimize.optimize_strikes`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import jax
 import numpy as np
 
 from ..core import resolve_engine
-from ..hybrid import hybrid_rollouts_c
-from ..optimize import cached_hybrid, clip_to_ranges, describe, optimize_many
+from ..hybrid import strike_rollouts_c
+from ..optimize import cached_hybrid, clip_to_ranges, describe, optimize_strikes
 from ..scenes import MAX_TIME
 from ..scenes import geometry as geo
 from ..surrogate import load_or_shipped
@@ -94,7 +94,7 @@ def run_optimize(
     where: str = "--target",
 ) -> dict:
     """`clashx optimize`: for each (start, target) row, the strike that brings the block from the start to the
-    target, by CMA-ES over hybrid rollouts; all targets searched at once (`clashx.optimize.optimize_many`:
+    target, by CMA-ES over hybrid rollouts; all targets searched at once (`clashx.optimize.optimize_strikes`:
     the CMA-ES states vmapped over targets, each generation's targets × population rollouts one batch).
 
     `engine` is "cpu-hybrid", "mjx-hybrid" or "auto" (`clashx.core._engine.resolve_engine`:
@@ -118,7 +118,7 @@ def run_optimize(
     t0 = time.perf_counter()
     sims: dict = {}
     key = jax.random.PRNGKey(seed)
-    res = optimize_many(
+    res = optimize_strikes(
         engine, shape, params, starts, targets, config, key=key, handler=model, sims=sims, progress=progress
     )
     res = jax.block_until_ready(res)
@@ -132,7 +132,7 @@ def run_optimize(
             )
     # the chosen strikes once more on the CPU hybrid: what the handler predicted and whether the
     # energy guard had to clamp it (never silent)
-    check = hybrid_rollouts_c(cached_hybrid(sims, shape), model, clip_to_ranges(res.strike), params)
+    check = strike_rollouts_c(cached_hybrid(sims, shape), model, clip_to_ranges(res.strike), params)
     for i, out in enumerate(searches):
         out["post_velocity"] = np.asarray(check.post_velocity[i], float).tolist()
         out["impact_clamped"] = bool(check.clamped[i])

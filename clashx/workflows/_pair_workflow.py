@@ -17,7 +17,6 @@ import time
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import mujoco
 import numpy as np
 
@@ -148,7 +147,8 @@ def run_pair_finetune(
     params = read_params(params_path, model)
     data = _events(real, scene, select)
     t0 = time.perf_counter()
-    tuned, report = finetune_pair(model, data["pre"], data["post"], params, key=jax.random.PRNGKey(seed), config=config)
+    ft = finetune_pair(model, data["pre"], data["post"], params, key=jax.random.PRNGKey(seed), config=config)
+    tuned, report = ft.model, ft.to_dict()
     report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": data["rows"].tolist()}
     named = dict(zip(scene.space.names, params.tolist(), strict=True))
     ranges = _feature_ranges(model_dir)
@@ -174,8 +174,8 @@ def run_pair_evaluate(
     n_outside = _count_outside(scene, model_dir, data, real, outside)
     params, _ = _predictions(model, data, params_path, real)
     scores = pair_scores(model, data["pre"], data["post"], params, alpha=alpha)
-    head = {"scene": scene.name, "alpha": alpha, "alpha_accuracy": scores[f"alpha_{alpha}"]}
-    return head | scores | {"outside_training_ranges": n_outside}
+    head = {"scene": scene.name, "alpha": alpha, "alpha_accuracy": scores.accuracy}
+    return head | scores.to_dict() | {"outside_training_ranges": n_outside}
 
 
 def run_pair_predict(
@@ -232,8 +232,9 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
 
     def hybrid(steps: int, until_rest: bool = True):
         if engine == "cpu-hybrid":
-            q, _, info = rollouts_c(scene, model, params, q0, v0, steps, until_rest=until_rest)
-            return q, info
+            ended = rollouts_c(scene, model, params, q0, v0, steps, until_rest=until_rest)
+            info = {"impacts": ended.impacts, "clamped": ended.clamped, "nonfinite": ended.nonfinite}
+            return ended.qpos, info | {"steps": ended.steps}
         return in_blocks(  # the batching policy's blocks (one vmap on an accelerator)
             lambda p, q, v: _hybrid_block(scene, model, p, q, v, steps, until_rest),
             params, q0, v0, world=model_world_bytes(scene.c_model()),
@@ -295,10 +296,9 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
 @eqx.filter_jit
 def _hybrid_block(scene: PairScene, model: PairSurrogate, params, qpos, qvel, steps: int, until_rest: bool):
     """One block of `run_pair_rollout`'s MJX hybrid rollouts: final qpos and the rule's counts per world."""
-    states, k = rollouts(scene, model, params, qpos, qvel, steps, until_rest=until_rest)
-    r = states.rule
-    info = {"impacts": r.impacts, "clamped": r.clamped, "nonfinite": r.nonfinite}
-    return states.data.qpos, info | {"steps": jnp.full(qpos.shape[0], k)}
+    ended = rollouts(scene, model, params, qpos, qvel, steps, until_rest=until_rest)
+    info = {"impacts": ended.impacts, "clamped": ended.clamped, "nonfinite": ended.nonfinite}
+    return ended.qpos, info | {"steps": ended.steps}
 
 
 def _positions(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:

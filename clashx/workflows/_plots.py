@@ -79,18 +79,18 @@ def plot_tosses(result: dict, path: str) -> None:
 
     plt = _pyplot()
 
-    real = result["tracks"]["real"]
+    real = result.tracks["real"]
     fig, axes = plt.subplots(2, len(real), figsize=(4 * len(real), 6), squeeze=False)
     for j, r in enumerate(real):
         t = np.arange(len(r)) * FRAME_DT
         for name, style in zip(("real",) + METHODS, ("k-", "C0--", "C1--", "C2--", "C3-")):
-            if name != "real" and name not in result["_sim_tracks"]:
+            if name != "real" and name not in result.sim_tracks:
                 continue
-            tr = r if name == "real" else result["_sim_tracks"][name][j][: len(r)]
+            tr = r if name == "real" else result.sim_tracks[name][j][: len(r)]
             dist = np.linalg.norm(tr[:, 4:6] - r[0, 4:6], axis=1)
             axes[0, j].plot(t, dist * 100, style, label=name, lw=2 if name in ("real", "clashx") else 1)
             axes[1, j].plot(t, tr[:, 6] * 100, style, lw=2 if name in ("real", "clashx") else 1)
-        axes[0, j].set_title(f"toss {result['tracks']['toss_ids'][j]}")
+        axes[0, j].set_title(f"toss {result.tracks['toss_ids'][j]}")
         axes[1, j].set_xlabel("time (s)")
     axes[0, 0].set_ylabel("horizontal distance from start (cm)")
     axes[1, 0].set_ylabel("centre height (cm)")

@@ -58,8 +58,8 @@ from ..learn import (
     strike_predictive,
 )
 from ..scenes import geometry as geo
-from ..scenes import make_strike_sim
-from ..surrogate import Surrogate, predict
+from ..scenes import make_strike_scene
+from ..surrogate import StrikeSurrogate, predict
 
 ALPHAS = (0.05, 0.1, 0.2)
 DEMO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx_identified", "clashx", "clashx_families")
@@ -134,7 +134,7 @@ def _named(space, values) -> dict[str, float]:
 
 
 def compare(
-    model: Surrogate,
+    model: StrikeSurrogate,
     fit: dict[str, Any],
     test: dict[str, Any],
     *,
@@ -160,7 +160,7 @@ def compare(
     """
     config = config or CompareConfig()
     shape = model.shape
-    sim = make_strike_sim(shape, space=model.space)
+    sim = make_strike_scene(shape, space=model.space)
     space = sim.space
     length = geo.characteristic_length(shape)
     test_s, true, _ = lab_truth(test, test_name)
@@ -274,7 +274,7 @@ def track_comparison(result: dict[str, Any], test: dict[str, Any], row: int, met
     """
     shape = result["shape"]
     model = result["fit_model"]
-    sim = make_strike_sim(shape, space=model.space)
+    sim = make_strike_scene(shape, space=model.space)
     off = np.asarray(test["offsets"])
     t = np.asarray(test["t"], np.float64)[off[row] : off[row + 1]]
     recorded = np.asarray(test["block_pose"], np.float64)[off[row] : off[row + 1]]

@@ -49,10 +49,10 @@ from ..learn import (
 from ..scenes import geometry as geo
 from ..surrogate import (
     AbstractSurrogate,
-    Surrogate,
+    StrikeSurrogate,
     load_or_shipped,
-    save_surrogate,
-    shipped_surrogate,
+    save_strike_surrogate,
+    shipped_strike_surrogate,
     surrogate_family,
 )
 from ._plots import plot_alpha_curves
@@ -261,7 +261,7 @@ def read_params(path: str, model: AbstractSurrogate) -> np.ndarray:
     A file identified for another block shape, scene or impulse family than the model's is refused.
     """
     scene = getattr(getattr(model, "scene", None), "name", None)
-    family = surrogate_family(model) if isinstance(model, Surrogate) else None
+    family = surrogate_family(model) if isinstance(model, StrikeSurrogate) else None
     return read_param_file(
         path, model.space, {"shape": getattr(model, "shape", None), "scene": scene, "family": family}
     )
@@ -370,11 +370,11 @@ def read_param_file(
 FAMILY_CHOICES = (*FAMILIES, "both")  # `clashx identify --family`: one impulse family, or each with equal weights
 
 
-def model_for(model_dir: str | None, real: str, family: str = "mujoco") -> Surrogate:
+def model_for(model_dir: str | None, real: str, family: str = "mujoco") -> StrikeSurrogate:
     return load_or_shipped(model_dir, data_shape(real), family)
 
 
-def model_name(model_dir: str | None, model: Surrogate) -> str:
+def model_name(model_dir: str | None, model: StrikeSurrogate) -> str:
     return os.path.abspath(model_dir) if model_dir else f"shipped ({model.shape}, {surrogate_family(model)})"
 
 
@@ -397,9 +397,10 @@ def run_finetune(
     strikes, vel, rows, *_ = load_real(real, select, model.shape)
     t0 = time.perf_counter()
     config = config or FinetuneConfig()
-    tuned, report = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
+    ft = finetune(model, strikes, vel, jnp.asarray(params), key=jax.random.PRNGKey(seed), config=config)
+    tuned, report = ft.model, ft.to_dict()
     report |= {"time_s": time.perf_counter() - t0, "events": os.path.abspath(real), "rows": rows.tolist()}
-    save_surrogate(
+    save_strike_surrogate(
         out, tuned,
         extra={"finetune": report, "base_model": model_name(model_dir, model),
                "params": dict(zip(model.space.names, params.tolist(), strict=True)),
@@ -408,7 +409,7 @@ def run_finetune(
     return report
 
 
-def _params_for(model_dir: str | None, model: Surrogate, params_path: str | None) -> np.ndarray:
+def _params_for(model_dir: str | None, model: StrikeSurrogate, params_path: str | None) -> np.ndarray:
     if params_path:
         return read_params(params_path, model)
     if not model_dir:
@@ -457,7 +458,7 @@ def _predictor(model_dir: str | None, params_path: str | None, shape: str) -> tu
             raise ValueError(
                 f"--model with {params_path}: its families were identified through the shipped surrogates; drop --model"
             )
-        models = {f: shipped_surrogate(shape, f) for f in FAMILIES}
+        models = {f: shipped_strike_surrogate(shape, f) for f in FAMILIES}
         members = {
             f: (m, read_param_file(str(params_path), m.space, {"shape": shape}, family=f)) for f, m in models.items()
         }
