@@ -27,8 +27,9 @@ CHECKED = (
     "clashx.learn._pair_learn",
 )
 _HOOK = install_import_hook(CHECKED, "beartype.beartype")
-# the CLI's persistent compilation cache stays off in tests (and in the commands they start): nothing of an earlier
-# run may make a test pass, and nothing is written under the home folder
+# the CLI's own persistent compilation cache (under the home folder) stays off in tests and in the commands they
+# start: nothing of an earlier run may make a test pass.  Instead each run has a fresh cache of its own
+# (`_run_compilation_cache`), shared by the xdist workers and the commands they start.
 os.environ["CLASHX_COMPILATION_CACHE"] = "0"
 
 import clashx  # noqa: E402
@@ -86,6 +87,29 @@ def strike_lab_module(strike_lab_path):
     sys.modules["strike_lab"] = mod  # its dataclasses look themselves up there
     spec.loader.exec_module(mod)
     return mod
+
+
+CACHE_MIN_COMPILE_S = 0.2  # compiles faster than this are not worth a file (JAX's default keeps those over 1 s)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_compilation_cache(tmp_path_factory):
+    """One persistent compilation cache per test run, in the run's own temporary folder.
+
+    Both xdist workers, and the `clashx` commands the tests start (through JAX_COMPILATION_CACHE_DIR), read
+    and write it, so an MJX program compiled in one test file is loaded, not compiled again, by the other
+    worker and by the files after `_free_compiled_code` (measured: the suite went from 25-28 min to the
+    figure in docs/development.md).  A new run starts empty: no earlier run can make a test pass.
+    """
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the workers' folders share a parent
+    folder = root / "jax-compilation-cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(folder)
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(CACHE_MIN_COMPILE_S)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_S)
+    yield folder
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -230,7 +230,7 @@ def meta_dict(events: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(str(meta.item() if isinstance(meta, np.ndarray) else meta))
 
 
-def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, np.ndarray]:
+def validate_events(events: Mapping[str, Any], where: str = "events") -> dict[str, np.ndarray]:
     """Check an event dict against its scene's schema; return it with canonical dtypes.
 
     Raises:
@@ -308,7 +308,7 @@ def validate_events(events: dict[str, Any], where: str = "events") -> dict[str, 
     return _with_scalars(out, events, where)
 
 
-def _with_scalars(out: dict[str, np.ndarray], events: dict[str, Any], where: str) -> dict[str, np.ndarray]:
+def _with_scalars(out: dict[str, np.ndarray], events: Mapping[str, Any], where: str) -> dict[str, np.ndarray]:
     """`out` with the event dict's scalar string keys (format, scene, shape, source) and its JSON `meta`, checked."""
     for key in ("format", "scene", "shape", "source"):
         out[key] = np.asarray(str(events.get(key, FORMAT if key == "format" else "")))
@@ -447,12 +447,12 @@ def events_from_arrays(raw: Mapping[str, Any], path: str, scene: str | None = No
     return events
 
 
-def holds_tracks(raw: dict[str, np.ndarray]) -> bool:
+def holds_tracks(raw: Mapping[str, Any]) -> bool:
     """Whether an .npz's arrays are a strike recording (tracks) rather than an event file."""
     return "block_pose" in raw and "offsets" in raw
 
 
-def _not_events(raw: dict[str, np.ndarray], path: str) -> str:
+def _not_events(raw: Mapping[str, Any], path: str) -> str:
     """Why `raw` (an .npz's arrays without this format) is not an event file, and what to do."""
     if holds_tracks(raw):
         return (

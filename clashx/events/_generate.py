@@ -19,7 +19,7 @@ import glob
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from typing import Any
 
@@ -202,7 +202,7 @@ def _chunks(scene, config: GenerateConfig, parts: str, root, progress, report) -
     """Every chunk of the run, read from `parts` where finished, else simulated and saved there; joined."""
     n_chunks = -(-config.n // config.chunk_size)
     group = _group(scene, config)
-    chunks: dict[int, dict] = {}
+    chunks: dict[int, Mapping[str, Any]] = {}
     todo: list[int] = []
 
     def path(i: int) -> str:
@@ -288,7 +288,7 @@ def _open_parts(parts: str, manifest: dict, report: Callable[[str], None]) -> No
     report(f"resuming the interrupted run in {parts} ({done} chunk(s) there)")
 
 
-def _read_chunk(path: str, size: int, scene: str) -> dict | None:
+def _read_chunk(path: str, size: int, scene: str) -> Mapping[str, Any] | None:
     """The events of a finished chunk, or None if the file is absent, damaged or not `size` events of `scene`."""
     if not os.path.exists(path):
         return None
@@ -299,7 +299,7 @@ def _read_chunk(path: str, size: int, scene: str) -> dict | None:
     return events if _events.n_events(events) == size else None
 
 
-def _make_chunks(scene: AbstractImpactScene, config: GenerateConfig, draws: list[tuple[Any, int]]) -> list[dict]:
+def _make_chunks(scene: AbstractImpactScene, config: GenerateConfig, draws: list[tuple[Any, int]]) -> list[Any]:
     """Sample each chunk of `draws` ((key, size) per chunk) and simulate them all as one batch."""
     inputs, params = [], []
     for key, size in draws:

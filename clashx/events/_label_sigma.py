@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -112,7 +113,7 @@ def label_std(post_velocity: Float[np.ndarray, "n 3"], sigma: Float[np.ndarray, 
     return np.stack([std, std, np.full_like(std, np.nan)], axis=1)
 
 
-def events_label_sigma(events: dict[str, Any]) -> Float[np.ndarray, "n"]:
+def events_label_sigma(events: Mapping[str, Any]) -> Float[np.ndarray, "n"]:
     """Each label's relative σ (n,) as stop-time ingestion stored it (`label_std`).
 
     ‖std(vx, vy)‖ / ‖(vx, vy)‖; NaN where the file gives no track σ: a miss, a label replaced by one measured

@@ -47,18 +47,33 @@ def speed_residuals(
 
 
 def relative_error(pred: Float[Array, "... 3"], true: Float[Array, "... 3"], length: float) -> Float[Array, "..."]:
-    """‖u_pred − u_true‖ / ‖u_true‖ per event (see module docs)."""
+    """‖u_pred − u_true‖ / ‖u_true‖ per event, u = (vx, vy, length·ωz) (module docs; `length`: the radius of
+    gyration in m, `clashx.scenes.geometry.characteristic_length(shape)`)."""
     return jnp.linalg.norm(speed_residuals(pred, true, length), axis=-1)
 
 
 def alpha_accuracy(pred, true, length: float, alpha: float = 0.1) -> float:
-    """Fraction of events whose relative error is at most α."""
+    """Fraction of events whose relative error is at most α (CLASH's α-accuracy, module docstring).
+
+    Args:
+        pred, true: (n, 3) predicted and true post-impact velocities (vx, vy, ωz) in m/s, m/s, rad/s.
+        length: r, the block's radius of gyration in m, which turns ωz into a speed r·ωz
+            (`clashx.scenes.geometry.characteristic_length(shape)`).
+        alpha: the relative error ‖u_pred − u_true‖ / ‖u_true‖ within which a prediction counts.
+
+    Example:
+        >>> r = clashx.scenes.geometry.characteristic_length("square")
+        >>> clashx.alpha_accuracy(pred, true, r, alpha=0.1)
+    """
     err = np.asarray(relative_error(pred, true, length))
     return float(np.mean(err <= alpha))
 
 
 def alpha_curve(pred, true, length: float, alphas=None) -> tuple[np.ndarray, np.ndarray]:
-    """α-accuracy over a grid of α (default 0 … 1): (alphas, accuracies), for plotting."""
+    """α-accuracy over a grid of α (default 0 … 1): (alphas, accuracies), for plotting.
+
+    `pred`, `true` and `length` (the radius of gyration, m) as in `alpha_accuracy`.
+    """
     alphas = np.linspace(0.0, 1.0, 101) if alphas is None else np.asarray(alphas)
     err = np.asarray(relative_error(pred, true, length))
     return alphas, np.array([np.mean(err <= a) for a in alphas])

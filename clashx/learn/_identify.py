@@ -176,6 +176,10 @@ def identify(
     """Find the parameters that make the surrogate reproduce observed collisions.
 
     Written once for every surrogate: the residuals of an event are the model's `example_residuals`.
+    This is the low-level step.  **From a strike recording, call `clashx.fit_families` (or
+    `clashx.fit_recording`)** instead: they read the ground's friction off the slides first, weigh
+    each label by its track's σ, re-distil and fine-tune, and average two impact families.  On the
+    shipped square recordings that scores 0.77 at α = 0.1; `identify` alone on the ingested labels 0.37.
 
     Args:
         model: a pretrained surrogate (weights frozen).

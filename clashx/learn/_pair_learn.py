@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import PRNGKeyArray, Result
+from ..core import ParameterError, PRNGKeyArray, Result
 from ..events import EventFileError, as_events, event_source
 from ..scenes import SCHEMA, PairScene
 from ..surrogate import PairSurrogate, make_pair_surrogate
@@ -128,6 +128,8 @@ def pretrain_pair(
         A `PretrainResult`: the validation scores (`pair_scores`) and the loss history;
         `result.save(folder)` writes the model.
     """
+    if isinstance(config.data, tuple):
+        raise ParameterError("data", config.data, "a scene's pretraining takes one event file", "PretrainConfig")
     data = load_pair_events(config.data, scene, simulated=True)
     targets = pair_targets(scene, data["pre"], data["post"])
     feats = pair_features(scene, data["pre"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -33,9 +34,10 @@ class MLP(eqx.Module):
     activation: Callable = eqx.field(static=True)
 
     def __call__(self, x: Float[Array, " n_in"]) -> Float[Array, " n_out"]:
+        h = jnp.asarray(x)
         for layer in self.layers[:-1]:
-            x = self.activation(layer(x))
-        return self.layers[-1](x)
+            h = jnp.asarray(self.activation(layer(h)))
+        return self.layers[-1](h)
 
 
 def make_mlp(n_in: int, n_out: int, width: int, depth: int, *, activation: Callable = jax.nn.silu, key) -> MLP:
@@ -89,7 +91,7 @@ class AbstractSurrogate(eqx.Module):
 
 
 def predict(
-    model: AbstractSurrogate, inputs: Float[Array, "n ..."], params: Float[Array, " p"] | Float[Array, "n p"]
+    model: Callable[[Any, Any], Any], inputs: Float[Array, "n ..."], params: Float[Array, " p"] | Float[Array, "n p"]
 ) -> Float[Array, "n ..."]:
     """Any surrogate's predictions for a batch: `model(input, params)` vmapped over the inputs.
 

@@ -8,6 +8,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from ..core import check_output, command_line
 from ..events import GenerateConfig, generate, ingest_cube_tosses, ingest_strike_file, n_events, read_npz, save_events
@@ -73,6 +75,7 @@ def _cmd_generate(a: argparse.Namespace) -> int:
 def _cmd_ingest(a: argparse.Namespace) -> int:
 
     check_output(a.out, "--out", suffix=".npz")
+    events: Mapping[str, Any]
     if a.source == "strike-lab" and a.method == "sim":
         events = ingest_by_simulation(read_npz(a.input, "strike recording"), a.input)
     elif a.source == "strike-lab":

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import equinox as eqx
@@ -49,7 +50,7 @@ from ..baselines import (
     trajectory_errors,
 )
 from ..core import Result, in_blocks, model_world_bytes, write_json
-from ..events import ingest_cube_tosses, load_cube_tracks
+from ..events import Events, ingest_cube_tosses, load_cube_tracks
 from ..hybrid import hybrid_tosses, rest_rollout
 from ..learn import finetune_cube, identify_cube
 from ..scenes import (
@@ -159,7 +160,7 @@ def alpha_accuracies(pred_post: np.ndarray, real_post: np.ndarray) -> dict:
     return {f"alpha_{a}": float(np.mean(err <= a)) for a in ALPHAS} | {"median_rel_err": float(np.median(err))}
 
 
-def _load(path: str) -> tuple[dict, list[np.ndarray], dict]:
+def _load(path: str) -> tuple[dict, list[np.ndarray], Events]:
     """(first-impact events, one per toss; their tracks; every impact's events, `impact` numbering them)."""
     every = ingest_cube_tosses(path, impacts="all")
     ev = _take(every, np.flatnonzero(every["impact"] == 0))
@@ -168,7 +169,7 @@ def _load(path: str) -> tuple[dict, list[np.ndarray], dict]:
     return ev, [data.tracks[rows[int(t)]] for t in ev["toss_id"]], every
 
 
-def _take(ev: dict, idx: np.ndarray) -> dict:
+def _take(ev: Mapping[str, Any], idx: np.ndarray) -> dict:
     return {
         k: v[idx] for k, v in ev.items() if isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == len(ev["toss_id"])
     }
@@ -498,7 +499,7 @@ def _mjx_rollout_fn(n_frames: int):
     return _ROLLOUT_FNS[n_frames]
 
 
-def summary_table(result: dict) -> str:
+def summary_table(result: CubeTossResult) -> str:
     """The bench's table as text: every method's errors beside the published ones."""
     w = max(19, 1 + max(len(name) for name in result.methods))
     head = f"{'method':<{w}}{'pos % width':>16}{'at rest %':>14}{'rot deg':>16}{'α0.1':>7}{'α0.2':>7}"

@@ -33,7 +33,7 @@ from ..hybrid import hybrid_tracks_c, strike_rollouts_c
 from ..optimize import MBOConfig, cached_hybrid, clip_to_ranges, describe, optimize_strike
 from ..scenes import geometry as geo
 from ..surrogate import shipped_strike_surrogate
-from ._cube_pipeline import CubeTossConfig, run_cube_toss, summary_table
+from ._cube_pipeline import CubeTossConfig, CubeTossResult, run_cube_toss, summary_table
 from ._plots import plot_alpha_curves, plot_tosses, plot_tracks
 from ._strike_compare import DEMO_METHODS, CompareConfig, compare, table, track_comparison
 
@@ -106,7 +106,7 @@ def strike_plan(result: dict, out: str, seed: int, t0: float) -> dict:
     return plan
 
 
-def cube_section(out: str, seed: int, t0: float, max_eval: int = 60) -> dict:
+def cube_section(out: str, seed: int, t0: float, max_eval: int = 60) -> CubeTossResult:
     """The cube-toss pipeline on the shipped tosses, small: 10 fit tosses, `max_eval` evaluated, short fits.
 
     Every landing after a free flight goes through the surrogate (`hybrid_toss_every`), and, as

@@ -7,6 +7,7 @@ place) and creates its folder; matplotlib runs headless (Agg).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def plot_tracks(tracks: dict[str, np.ndarray], path: str, title: str = "", targe
     _save(fig, path)
 
 
-def plot_tosses(result: dict, path: str) -> None:
+def plot_tosses(result: Any, path: str) -> None:
     """Horizontal distance travelled and height of a few evaluation tosses: real against each method."""
 
     plt = _pyplot()

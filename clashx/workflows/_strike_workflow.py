@@ -19,8 +19,8 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -164,7 +164,7 @@ def warn_outside(count: int, n: int, what: str) -> None:
         )
 
 
-def read_real(path: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+def read_real(path: str) -> tuple[Mapping[str, Any], dict[str, np.ndarray] | None]:
     """(strike events, the recording or None) of `path`: an event file as it is, a recording ingested.
 
     A recording's labels are ingested without their σ (`ingest_strike_lab(label_sigma=False)`): the commands
@@ -241,7 +241,7 @@ def load_real(path: str, select: str | None, shape: str) -> RealStrikes:
 LOOSE_LABEL = 0.1  # `label_sigma_summary` lists the strikes whose label's σ is above this (display only)
 
 
-def label_sigma_summary(events: dict) -> str | None:
+def label_sigma_summary(events: Mapping[str, Any]) -> str | None:
     """A line on how well a strike event file's tracks measured its labels (`clashx ingest` prints it), or None
     for a file whose labels carry no track σ: the median σ and the rows above `LOOSE_LABEL`, which `clashx
     identify` weighs less."""
