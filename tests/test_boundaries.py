@@ -169,7 +169,7 @@ def test_numeric_flags_are_checked_for_range_and_finiteness(files, tmp_path, cap
 def test_finetune_with_more_folds_than_events_is_refused(files, tmp_path, capsys):
     _fails(["finetune", "--model", files["model"], "--params", files["params"], "--real", files["events"],
             "--select", "0:6", "--folds", "99", "--out", tmp_path / "run"], capsys,
-           "--folds 99: more folds than the", "use --folds")  # fmt: skip
+           "--folds 99: more folds than the", "use 6 or fewer")  # fmt: skip
     assert not (tmp_path / "run").exists()
 
 
