@@ -224,7 +224,7 @@ def fit_one(
     both = fam.predictive(s_test)
     sigma = {
         "mujoco": predictive_calibration(both["families"]["mujoco"], u_true),
-        "mean": predictive_calibration(both, u_true),
+        "mean": predictive_calibration(both.as_dict(), u_true),
     }
     if combinations:  # the per-strike weightings tried and not adopted (module docstring)
         for name, u in precision_weighted(both["families"]).items():  # per strike, by each family's own σ

@@ -50,6 +50,7 @@ from .learn import LocalDistilConfig as LocalDistilConfig
 from .learn import PairScores as PairScores
 from .learn import PretrainConfig as PretrainConfig
 from .learn import PretrainResult as PretrainResult
+from .learn import StrikePredictive as StrikePredictive
 from .learn import distil_locally as distil_locally
 from .learn import finetune as finetune
 from .learn import finetune_on_tracks as finetune_on_tracks
@@ -123,12 +124,12 @@ __all__ = [
     "save_events",
     "track_label_sigma",
     "HybridState",
-    "Rollouts",
-    "TossFrames",
     "HybridSystem",
     "Query",
+    "Rollouts",
     "StrikeHybrid",
     "StrikeHybridResult",
+    "TossFrames",
     "full_rollouts_c",
     "hybrid_step",
     "hybrid_system",
@@ -146,8 +147,9 @@ __all__ = [
     "track_loss",
     "DistilResult",
     "FamilyFit",
-    "FinetuneResult",
+    "StrikePredictive",
     "FinetuneConfig",
+    "FinetuneResult",
     "IdentifyResult",
     "LabFit",
     "LabFitConfig",
@@ -195,14 +197,14 @@ __all__ = [
     "StrikeSurrogate",
     "load_cube_surrogate",
     "load_pair_surrogate",
-    "load_surrogate",
     "load_strike_surrogate",
+    "load_surrogate",
     "make_pair_surrogate",
     "make_strike_surrogate",
     "predict",
     "save_pair_surrogate",
-    "save_surrogate",
     "save_strike_surrogate",
+    "save_surrogate",
     "shipped_cube_surrogate",
     "shipped_strike_surrogate",
     "CubeTossConfig",

@@ -1,5 +1,7 @@
 """The hybrid simulator: the surrogate inside MJX's step (and MuJoCo C's), recorded-track predictions and slides."""
 
+from ._engine_window import EngineWindow as EngineWindow
+from ._engine_window import engine_window as engine_window
 from ._rule import SEGMENT as SEGMENT
 from ._rule import Handler as Handler
 from ._rule import HybridState as HybridState

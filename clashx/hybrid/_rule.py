@@ -45,7 +45,16 @@ import numpy as np
 
 from ..core import Array, Bool, Float, Int, mjx, short_repr
 from ..core import batch as _batch
-from ..scenes import APART_CAP, AbstractImpactScene, PairScene, crossing, limit_energy, touches
+from ..scenes import (
+    APART_CAP,
+    ENERGY_SLACK,
+    AbstractHandler,
+    AbstractImpactScene,
+    PairScene,
+    crossing,
+    limit_energy,
+    touches,
+)
 
 Handler = Callable  # (scene.impact_input(pre), params) -> the scene's prediction (e.g. a surrogate)
 FREE, WINDOW = 0, 1
@@ -67,6 +76,14 @@ class RuleState(eqx.Module):
         impacts: impacts so far.
         clamped: impacts whose prediction the energy guard scaled down (`ImpactGate.energy_slack`).
         nonfinite: touches whose prediction was not finite, left to the engine's contact.
+        outside: touches whose input lay outside what the handler was trained on (`AbstractSurrogate.in_domain`),
+            left to the engine's contact.
+        implausible: touches whose (guarded) prediction left the pair deeper inside each other, or closing
+            faster, at the window's end than any impact the handler was trained on (`AbstractHandler.plausible`),
+            left to the engine.
+        refired: touches closing as fast as the last impact the handler took, within `ENERGY_SLACK` of its
+            normal kinetic energy (`ImpactGate.check_refire`), left to the engine.
+        closing: the closing speed of the last impact the handler took (m/s, over its touching step; +inf before).
         t_first: the first impact's crossing time (s; NaN before).
     """
 
@@ -83,6 +100,10 @@ class RuleState(eqx.Module):
     impacts: Int[Array, ""]
     clamped: Int[Array, ""]
     nonfinite: Int[Array, ""]
+    outside: Int[Array, ""]
+    implausible: Int[Array, ""]
+    refired: Int[Array, ""]
+    closing: Float[Array, ""]
     t_first: Float[Array, ""]
 
     def __repr__(self) -> str:
@@ -154,6 +175,12 @@ class Rollouts(eqx.Module):
         return self.rule.nonfinite
 
     @property
+    def fallbacks(self) -> Int[Array, " n"]:
+        """Touches per world the rule left to the engine's contact: not finite, outside the handler's training
+        inputs, or implausible (`RuleState`)."""
+        return self.rule.nonfinite + self.rule.outside + self.rule.implausible + self.rule.refired
+
+    @property
     def t_first(self) -> Float[Array, " n"]:
         """Each world's first impact (s after launch; NaN without one)."""
         return self.rule.t_first
@@ -187,7 +214,10 @@ def init_rule(scene: AbstractImpactScene, qpos, qvel, time=0.0) -> RuleState:
     zero = jnp.array(0)
     apart = jnp.where(sep > 0, APART_CAP - 1, 0)
     nan = jnp.full((), jnp.nan, now.dtype)
-    return RuleState(jnp.array(FREE), apart, sep, now, now, now, f, f, now, f, zero, zero, zero, nan)
+    inf = jnp.full((), jnp.inf, now.dtype)
+    return RuleState(
+        jnp.array(FREE), apart, sep, now, now, now, f, f, now, f, zero, zero, zero, zero, zero, zero, inf, nan
+    )
 
 
 def init_state(system: HybridSystem, qpos: Float[Array, " nq"], qvel: Float[Array, " nv"]) -> HybridState:
@@ -236,9 +266,17 @@ def apply_rule(
     pre = _pre(scene, rule, now, sep, touch)
     post = predict(scene, handler, pre, params) if post is None else jnp.asarray(post, now.dtype)
     post, clamped = limit_energy(scene, pre, post)
+    # the fallback: a prediction that is not finite, from an input the handler never saw, or that leaves the pair
+    # inside each other or still closing, is not set; the engine's contact takes that impact (each counted)
     finite = jnp.all(jnp.isfinite(post))
-    hit = touch & finite  # a non-finite prediction leaves the impact to the engine's contact (counted)
-    apart = jnp.where(touch & ~finite, 0, apart)
+    known = in_domain(handler, scene.impact_input(pre), params)
+    plausible = _plausible(scene, handler, post, qpos, qvel)
+    closing = (rule.sep - sep) / dt
+    # a bounce that kept all but ENERGY_SLACK of the last one's normal kinetic energy has not dissipated: re-fired
+    fresh = ~(closing**2 >= (1.0 - ENERGY_SLACK) * rule.closing**2) if gate.check_refire else jnp.array(True)
+    ok = finite & known & plausible & fresh
+    hit = touch & ok
+    apart = jnp.where(touch & ~ok, 0, apart)
     t_pre = jnp.where(hit, time - (1.0 - frac) * dt, rule.t_pre)
     landed = scene.settle(scene.coast(rule.post, time - rule.t_end))
     q_set, v_set = scene.with_pair_state(qpos, qvel, landed)
@@ -264,9 +302,33 @@ def apply_rule(
         impacts=rule.impacts + hit,
         clamped=rule.clamped + (hit & clamped),
         nonfinite=rule.nonfinite + (touch & ~finite),
+        outside=rule.outside + (touch & finite & ~known),
+        implausible=rule.implausible + (touch & finite & known & ~plausible),
+        refired=rule.refired + (touch & finite & known & plausible & ~fresh),
+        closing=jnp.where(hit, closing, rule.closing),
         t_first=jnp.where(hit & (rule.impacts == 0), t_pre, rule.t_first),
     )
     return new, qpos, qvel, touch | ending
+
+
+def in_domain(handler: Handler, x, params) -> Bool[Array, ""]:
+    """Whether `handler` knows inputs like `x`: its own test (`AbstractHandler.in_domain`, a surrogate's training
+    ranges); a plain function takes every input."""
+    if isinstance(handler, AbstractHandler):
+        return handler.in_domain(x, params)
+    return jnp.array(True)
+
+
+def _plausible(scene: AbstractImpactScene, handler: Handler, post, qpos, qvel) -> Bool[Array, ""]:
+    """Whether the pair state `post` a handler predicted for a window's end is one its impacts can end in: its
+    separation and closing speed (over the next step of its flight, `scene.coast`) judged by the handler
+    (`AbstractHandler.plausible`: a surrogate, against the deepest and fastest-closing window ends of the
+    impacts it was trained on); a handler that does not judge is believed."""
+    if not (isinstance(handler, AbstractHandler) and handler.checks_post):
+        return jnp.array(True)
+    sep = scene.separation(scene.with_pair_state(qpos, qvel, post)[0])
+    later = scene.separation(scene.with_pair_state(qpos, qvel, scene.coast(post, scene.dt))[0])
+    return handler.plausible(sep, (sep - later) / scene.dt)
 
 
 def _has_flight(scene: AbstractImpactScene) -> bool:

@@ -9,6 +9,7 @@ from ._distil import LocalDistilConfig as LocalDistilConfig
 from ._distil import distil_locally as distil_locally
 from ._families import FAMILIES as FAMILIES
 from ._families import FamilyFit as FamilyFit
+from ._families import StrikePredictive as StrikePredictive
 from ._families import family_average as family_average
 from ._families import family_config as family_config
 from ._families import fit_families as fit_families
@@ -24,6 +25,12 @@ from ._lab_fit import fit_recording as fit_recording
 from ._lab_fit import ground_friction as ground_friction
 from ._lab_fit import misfit_weights as misfit_weights
 from ._lab_fit import strike_predictive as strike_predictive
+from ._pair_families import FAMILY_CHOICES as FAMILY_CHOICES
+from ._pair_families import PairFamilies as PairFamilies
+from ._pair_law_fit import PairLawFit as PairLawFit
+from ._pair_law_fit import identify_pair_law as identify_pair_law
+from ._pair_law_fit import law_posts as law_posts
+from ._pair_law_fit import pair_law_scores as pair_law_scores
 from ._pair_learn import PairScores as PairScores
 from ._pair_learn import finetune_pair as finetune_pair
 from ._pair_learn import identify_pair as identify_pair
@@ -32,6 +39,7 @@ from ._pair_learn import pair_features as pair_features
 from ._pair_learn import pair_scores as pair_scores
 from ._pair_learn import predict_pair as predict_pair
 from ._pair_learn import pretrain_pair as pretrain_pair
+from ._pair_learn import velocity_errors as velocity_errors
 from ._predictive import predictive as predictive
 from ._predictive import predictive_calibration as predictive_calibration
 from ._pretrain import PretrainConfig as PretrainConfig

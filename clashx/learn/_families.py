@@ -40,6 +40,7 @@ import numpy as np
 
 from ..core import Float, PRNGKeyArray, short_repr
 from ..events import recording_arrays
+from ..scenes import geometry as geo
 from ..scenes import make_strike_scene
 from ..surrogate import StrikeSurrogate, predict, shipped_strike_surrogate
 from ._lab_fit import LabFit, LabFitConfig, fit_recording, strike_predictive
@@ -48,6 +49,37 @@ FAMILIES = ("mujoco", "compliant")
 # The compliant family's priors: the block's as MuJoCo's fit has them, its stiffness in the place of MuJoCo's
 # time constant (one prior range around the nominal); friction and damping free, as μ1 and e1 are.
 COMPLIANT_PRIOR_STD = (("mass", 1.0), ("com_x", 1.0), ("com_y", 1.0), ("log10k", 1.0), ("torsion", 1.0))
+
+
+class StrikePredictive(NamedTuple):
+    """Predicted post-impact speed vectors with their uncertainty (`FamilyFit.predictive`).
+
+    Attributes:
+        speed_vector: (n, 3) the predicted (vx, vy, r·ωz) in m/s: the velocity with the spin as the speed of
+            a point at the radius of gyration r, the units the α-accuracy and the covariance are in.
+        cov: (n, 3, 3) each prediction's covariance (m²/s²).
+        sigma_rel: (n,) √trace(cov) / ‖speed_vector‖: the expected relative error of each prediction.
+        length: r, the block's radius of gyration (m).
+        families: each family's own predictive, by name (`strike_predictive`'s dict: "pred", "cov", ...).
+    """
+
+    speed_vector: Float[np.ndarray, "n 3"]
+    cov: Float[np.ndarray, "n 3 3"]
+    sigma_rel: Float[np.ndarray, " n"]
+    length: float
+    families: dict[str, dict]
+
+    @property
+    def velocity(self) -> Float[np.ndarray, "n 3"]:
+        """(vx, vy, ωz) in m/s, m/s, rad/s: the units of `clashx.predict` and `FamilyFit.predict`."""
+        return self.speed_vector / np.array([1.0, 1.0, self.length])
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """{"pred", "cov", "sigma_rel"}: what `clashx.learn.predictive_calibration` scores."""
+        return {"pred": self.speed_vector, "cov": self.cov, "sigma_rel": self.sigma_rel}
+
+    def __repr__(self) -> str:
+        return short_repr(self)
 
 
 class FamilyFit(NamedTuple):
@@ -72,16 +104,16 @@ class FamilyFit(NamedTuple):
             {n: (self.fits[n].model, self.fits[n].params) for n in self.weights}, self.weights, strikes
         )
 
-    def predictive(self, strikes: Float[np.ndarray, "n 3"]) -> dict:
-        """The average's speed vectors (vx, vy, r ωz) with a covariance each: the families' equal-weight mixture.
+    def predictive(self, strikes: Float[np.ndarray, "n 3"]) -> StrikePredictive:
+        """The average's predictions with a covariance each: the families' weighted mixture.
 
         Each family's own Gaussian (`strike_predictive`: the Laplace posterior of its parameters and the noise
         of its fit residuals) enters the mixture; its moments are the weighted mean and covariance
         Σ w_f (C_f + (m_f − m)(m_f − m)ᵀ), so where the families disagree the σ widens.
 
         Returns:
-            {"pred": (n, 3), "cov": (n, 3, 3), "sigma_rel": (n,) √trace(cov) / ‖pred‖, "families": {name: that
-             family's `strike_predictive` dict}}, in the units `clashx.learn.predictive_calibration` scores.
+            A `StrikePredictive`: the speed vectors (vx, vy, r ωz) and their covariance, the relative σ per
+            strike, and each family's own (`velocity` gives (vx, vy, ωz), the units of `predict`).
         """
         parts = {name: strike_predictive(self.fits[name], strikes) for name in self.weights}
         names = list(self.weights)
@@ -89,12 +121,9 @@ class FamilyFit(NamedTuple):
             [parts[n]["pred"] for n in names], [parts[n]["cov"] for n in names], [self.weights[n] for n in names]
         )
         scale = np.maximum(np.linalg.norm(mean, axis=1), 1e-9)
-        return {
-            "pred": mean,
-            "cov": cov,
-            "sigma_rel": np.sqrt(np.trace(cov, axis1=1, axis2=2)) / scale,
-            "families": parts,
-        }
+        length = geo.characteristic_length(next(iter(self.fits.values())).model.shape)
+        sigma = np.sqrt(np.trace(cov, axis1=1, axis2=2)) / scale
+        return StrikePredictive(mean, cov, sigma, float(length), parts)
 
     def report(self) -> dict[str, Any]:
         """Each family's `LabFit.report` and the weights, JSON-able."""

@@ -20,7 +20,7 @@ import numpy as np
 from ..core import ParameterError, PRNGKeyArray, Result
 from ..events import EventFileError, as_events, event_source
 from ..scenes import SCHEMA, PairScene
-from ..surrogate import PairSurrogate, make_pair_surrogate
+from ..surrogate import PairSurrogate, make_pair_surrogate, with_feature_ranges
 from ._finetune import FinetuneConfig, FinetuneResult, finetune
 from ._identify import IdentifyResult, identify
 from ._pretrain import FLAGS, PretrainConfig
@@ -94,6 +94,26 @@ def _ranges(rows: np.ndarray) -> str:
 
 
 @eqx.filter_jit
+def _window_ends(scene: PairScene, post):
+    m = scene.c_model()
+    q0, v0 = jnp.asarray(m.qpos0, post.dtype), jnp.zeros(m.nv, post.dtype)
+
+    def one(p):
+        sep = scene.separation(scene.with_pair_state(q0, v0, p)[0])
+        later = scene.separation(scene.with_pair_state(q0, v0, scene.coast(p, scene.dt))[0])
+        return sep, (sep - later) / scene.dt
+
+    return jax.vmap(one)(post)
+
+
+def post_bounds(scene: PairScene, post: np.ndarray) -> tuple[float, float, float, float]:
+    """(lowest, highest separation; lowest, highest closing speed) of the pair at the end of impact windows
+    (n, d): what a surrogate trained on them holds its predictions to (`PairSurrogate.plausible`)."""
+    sep, closing = (np.asarray(a, np.float64) for a in _window_ends(scene, jnp.asarray(post, jnp.float32)))
+    return float(sep.min()), float(sep.max()), float(closing.min()), float(closing.max())
+
+
+@eqx.filter_jit
 def _targets(scene: PairScene, pre, post):
     return jax.vmap(scene.targets)(pre, post)
 
@@ -150,6 +170,7 @@ def pretrain_pair(
     model, history, val = train_on_targets(
         make, data["pre"], data["params"], targets, config, flags=FLAGS, progress=progress, report=report
     )
+    model = with_feature_ranges(model, feats.min(0), feats.max(0), post_bounds(scene, data["post"]))
     scores = pair_scores(model, data["pre"][val], data["post"][val], data["params"][val])
     final = scores.to_dict() | {"val_loss": history[-1]["val_loss"]}
     ranges = {"low": feats.min(0).tolist(), "high": feats.max(0).tolist()}  # of the features the model sees

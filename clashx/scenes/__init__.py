@@ -32,7 +32,17 @@ from ._mjcf import SolverSettings as SolverSettings
 from ._pair import SCHEMA as SCHEMA
 from ._pair import PairScene as PairScene
 from ._pair import load_scene as load_scene
+from ._pair import roll as roll
+from ._pair import separations as separations
+from ._pair_law import LAW_HIGH as LAW_HIGH
+from ._pair_law import LAW_LOW as LAW_LOW
+from ._pair_law import LAW_NAMES as LAW_NAMES
+from ._pair_law import PairLaw as PairLaw
+from ._pair_law import law_space as law_space
+from ._pair_law import pair_law as pair_law
 from ._scene import APART_CAP as APART_CAP
+from ._scene import ENERGY_SLACK as ENERGY_SLACK
+from ._scene import AbstractHandler as AbstractHandler
 from ._scene import AbstractImpactScene as AbstractImpactScene
 from ._scene import ImpactGate as ImpactGate
 from ._scene import crossing as crossing

@@ -106,6 +106,7 @@ class PairScene(AbstractImpactScene):
     max_impacts: ClassVar[int | None] = None
     rest_speed: ClassVar[float] = 1e-3  # every |qvel| below this: at rest (rollouts stop early)
     energy_slack: ClassVar[float | None] = ENERGY_SLACK  # the energy guard (ImpactGate.energy_slack)
+    check_refire: ClassVar[bool] = True  # bounces as fast as the last impact fall back (ImpactGate)
     engine_contact: ClassVar[bool] = True  # the engine keeps the pair's contacts between impacts
 
     @property
@@ -206,6 +207,7 @@ class PairScene(AbstractImpactScene):
             max_impacts=self.max_impacts,
             rest_speed=float(self.rest_speed),
             energy_slack=self.energy_slack,
+            check_refire=self.check_refire,
         )
 
     def hybrid_c_model(self) -> mujoco.MjModel:

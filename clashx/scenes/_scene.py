@@ -46,6 +46,12 @@ class ImpactGate(NamedTuple):
             kinetic energy more mechanical energy than the pre-impact state; a prediction above it has
             its velocities scaled down to the bound (counted, `RuleState.clamped`).  None: no guard
             (a scene whose `impact_output` guards its own, the strike).
+        check_refire: a touch closing as fast as the last impact the handler took (its normal kinetic energy
+            within `ENERGY_SLACK` of that impact's) is a re-fired impact: a body bouncing on its partner closes
+            slower at every bounce, and one that does not is being kept bouncing by its handler (e.g. a near-elastic low-speed bounce of a weak model, which
+            fired up to 44 impacts per world on the README's ball).  The engine's contact takes it (counted;
+            where rotation feeds the normal motion, as a box tumbling onto another corner, the engine then
+            takes a legitimate impact, which costs nothing in accuracy).
     """
 
     window: float
@@ -55,6 +61,7 @@ class ImpactGate(NamedTuple):
     until: float | None = None
     rest_speed: float = 1e-3
     energy_slack: float | None = ENERGY_SLACK
+    check_refire: bool = False
 
 
 def touches(gate: ImpactGate, dt: float, sep_before, sep, apart_before, impacts_before, time) -> Bool[Array, "..."]:
@@ -79,6 +86,34 @@ def crossing(sep_before, sep) -> Float[Array, "..."]:
     """Where in the step the separation crossed zero, as a fraction in [0, 1] (linear between the two states)."""
     gap = sep_before - sep
     return jnp.clip(sep_before / jnp.where(gap > 0, gap, 1.0), 0.0, 1.0)
+
+
+class AbstractHandler(eqx.Module):
+    """An impact handler of the hybrid rule: `handler(x, params)` is the pair's state a window after the touch.
+
+    `x` is the scene's `impact_input` of the pre-impact pair state, `params` the handler's parameters.  The
+    surrogates (`clashx.surrogate.AbstractSurrogate`), a scene's rigid law (`PairLaw`) and the families'
+    average are handlers; so is any plain function with that signature, which the rule trusts everywhere.
+    """
+
+    @abc.abstractmethod
+    def __call__(self, x, params: Float[Array, " p"]):
+        """The handler's prediction for one impact."""
+
+    def in_domain(self, x, params: Float[Array, " p"]) -> Bool[Array, ""]:
+        """Whether the handler knows inputs like `x` (the hybrid rule hands an impact outside them to the
+        engine's contact).  Default: every input."""
+        return jnp.array(True)
+
+    @property
+    def checks_post(self) -> bool:
+        """Whether `plausible` tests anything (static: the rule skips computing what it needs otherwise)."""
+        return False
+
+    def plausible(self, sep: Float[Array, ""], closing: Float[Array, ""]) -> Bool[Array, ""]:
+        """Whether a predicted window's end, the pair's separation `sep` (m; < 0 overlapping) and its closing
+        speed `closing` (m/s; > 0 approaching), is one the handler's own impacts can end in.  Default: any."""
+        return jnp.array(True)
 
 
 class AbstractImpactScene(eqx.Module):

@@ -16,6 +16,7 @@ from ._pair import PairSurrogate as PairSurrogate
 from ._pair import load_pair_surrogate as load_pair_surrogate
 from ._pair import make_pair_surrogate as make_pair_surrogate
 from ._pair import save_pair_surrogate as save_pair_surrogate
+from ._pair import with_feature_ranges as with_feature_ranges
 from ._strike_surrogate import StrikeSurrogate as StrikeSurrogate
 from ._strike_surrogate import load_or_shipped as load_or_shipped
 from ._strike_surrogate import load_strike_surrogate as load_strike_surrogate

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ..core import Array, Float, ParamSpace, short_repr
+from ..scenes import AbstractHandler
 
 
 class MLP(eqx.Module):
@@ -45,7 +46,7 @@ def make_mlp(n_in: int, n_out: int, width: int, depth: int, *, activation: Calla
     return MLP(eqx.nn.MLP(n_in, n_out, width, depth, activation=activation, key=key).layers, activation)
 
 
-class AbstractSurrogate(eqx.Module):
+class AbstractSurrogate(AbstractHandler):
     """A parameter-conditioned impact surrogate.
 
     Concrete surrogates hold an `MLP` whose output is de-normalised by

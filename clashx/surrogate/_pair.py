@@ -10,6 +10,7 @@ take the strike's and the cube's.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -18,12 +19,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import Array, Float, PRNGKeyArray, check_space, load_model_leaves, read_model_meta, save_model
+from ..core import Array, Bool, Float, PRNGKeyArray, check_space, load_model_leaves, read_model_meta, save_model
 from ..events import versions
 from ..scenes import PairScene
 from ._base import TargetSurrogate, init_network
 
 FORMAT = "clashx.pair-surrogate/2"  # /2: input normalisers
+# Of each feature's training range: an impact further outside is handed to the engine (`PairSurrogate.in_domain`).
+# Not tuned: a network extrapolating a tenth of its range beyond its data is already guessing.
+DOMAIN_MARGIN = 0.1
 MODEL_FILE, META_FILE = "model.eqx", "model.json"
 _RETRAIN = "retrain it: clashx pretrain --scene MODULE:CLASS --data EVENTS --out RUN"
 
@@ -38,11 +42,41 @@ class PairSurrogate(TargetSurrogate):
         in_mean, in_std: the scene features' normalisers (training-set statistics; static, never trained).
         space: the parameters it is conditioned on (the scene's).
         width, depth: the MLP's hidden width and number of hidden layers.
+        feature_low, feature_high: the range of each scene feature over its training impacts (static; None:
+            unrecorded).  `in_domain` says whether an impact lies within them, `DOMAIN_MARGIN` widths aside.
+        post_bounds: (lowest, highest separation in m; lowest, highest closing speed in m/s) of the pair at
+            the window's end over its training impacts (static; None: unrecorded): what `plausible` holds a
+            prediction to, `DOMAIN_MARGIN` widths aside.
     """
 
     scene: PairScene
     in_mean: tuple[float, ...] = eqx.field(static=True)
     in_std: tuple[float, ...] = eqx.field(static=True)
+    feature_low: tuple[float, ...] | None = eqx.field(static=True, default=None)
+    feature_high: tuple[float, ...] | None = eqx.field(static=True, default=None)
+    post_bounds: tuple[float, float, float, float] | None = eqx.field(static=True, default=None)
+
+    @property
+    def checks_post(self) -> bool:
+        return self.post_bounds is not None
+
+    def plausible(self, sep: Float[Array, ""], closing: Float[Array, ""]) -> Bool[Array, ""]:
+        """Whether a predicted window's end is no deeper inside, and closes no faster, than its training impacts
+        ever ended (`post_bounds`, widened by `DOMAIN_MARGIN` of their ranges); True where unrecorded."""
+        if self.post_bounds is None:
+            return jnp.array(True)
+        s_lo, s_hi, c_lo, c_hi = self.post_bounds
+        return (sep >= s_lo - DOMAIN_MARGIN * (s_hi - s_lo)) & (closing <= c_hi + DOMAIN_MARGIN * (c_hi - c_lo))
+
+    def in_domain(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Bool[Array, ""]:
+        """Whether every scene feature of `pre` lies within its training range, widened by `DOMAIN_MARGIN` of the
+        range on each side (True where the ranges are unrecorded)."""
+        if self.feature_low is None or self.feature_high is None:
+            return jnp.array(True)
+        low, high = jnp.asarray(self.feature_low), jnp.asarray(self.feature_high)
+        pad = DOMAIN_MARGIN * (high - low)
+        f = jnp.asarray(self.scene.features(pre), low.dtype)
+        return jnp.all((f >= low - pad) & (f <= high + pad))
 
     def features(self, pre: Float[Array, " d"], params: Float[Array, " p"]) -> Float[Array, " f"]:
         """The scene's features of `pre`, standardised, and the parameters mapped to [-1, 1] over the prior."""
@@ -79,14 +113,23 @@ def make_pair_surrogate(
 
 
 def describe_pair_surrogate(model: PairSurrogate) -> dict[str, Any]:
-    """What must match for a saved surrogate to be used with a scene."""
-    return model.scene.describe() | {
-        "width": model.width,
-        "depth": model.depth,
-        "in_mean": list(model.in_mean),
-        "in_std": list(model.in_std),
-        "format": FORMAT,
-    }
+    """What must match for a saved surrogate to be used with a scene, and the ranges of its training features."""
+    ranges: dict[str, Any] = {}
+    if model.feature_low is not None and model.feature_high is not None:
+        ranges = {"input_ranges": {"low": list(model.feature_low), "high": list(model.feature_high)}}
+    if model.post_bounds is not None:
+        ranges["post_bounds"] = list(model.post_bounds)
+    return (
+        model.scene.describe()
+        | {
+            "width": model.width,
+            "depth": model.depth,
+            "in_mean": list(model.in_mean),
+            "in_std": list(model.in_std),
+            "format": FORMAT,
+        }
+        | ranges
+    )
 
 
 def save_pair_surrogate(run_dir: str | os.PathLike, model: PairSurrogate, extra: dict | None = None) -> None:
@@ -144,4 +187,27 @@ def load_pair_surrogate(run_dir: str | os.PathLike, scene: PairScene) -> PairSur
             in_std=meta["in_std"],
         )
 
-    return load_model_leaves(run_dir, MODEL_FILE, META_FILE, skeleton, _RETRAIN)
+    model = load_model_leaves(run_dir, MODEL_FILE, META_FILE, skeleton, _RETRAIN)
+    ranges = meta.get("input_ranges")
+    if isinstance(ranges, dict) and len(ranges.get("low", ())) == len(model.in_mean) == len(ranges.get("high", ())):
+        model = with_feature_ranges(model, ranges["low"], ranges["high"])
+    bounds = meta.get("post_bounds")
+    if isinstance(bounds, list) and len(bounds) == 4:
+        model = dataclasses.replace(model, post_bounds=_four(bounds))
+    return model
+
+
+def with_feature_ranges(model: PairSurrogate, low, high, post_bounds=None) -> PairSurrogate:
+    """`model` knowing the range of each scene feature over its training impacts (what `in_domain` tests) and,
+    with `post_bounds`, how deep and how fast-closing their windows ended (what `plausible` tests)."""
+    return dataclasses.replace(
+        model,
+        feature_low=tuple(float(v) for v in low),
+        feature_high=tuple(float(v) for v in high),
+        post_bounds=None if post_bounds is None else _four(post_bounds),
+    )
+
+
+def _four(values) -> tuple[float, float, float, float]:
+    a, b, c, d = (float(v) for v in values)
+    return a, b, c, d

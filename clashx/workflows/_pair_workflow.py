@@ -17,12 +17,13 @@ import time
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import mujoco
 import numpy as np
 
 from ..core import check_output, in_blocks, model_world_bytes, resolve_engine, write_json
 from ..events import atomic_savez, load_events
-from ..hybrid import SEGMENT, full_rollouts_c, rollouts, rollouts_c
+from ..hybrid import SEGMENT, Rollouts, full_rollouts_c, rollouts, rollouts_c
 from ..learn import (
     FinetuneConfig,
     finetune_pair,
@@ -32,7 +33,7 @@ from ..learn import (
     pair_scores,
     predict_pair,
 )
-from ..scenes import PairScene, load_scene
+from ..scenes import PairScene, load_scene, roll, separations
 from ..surrogate import PairSurrogate, load_pair_surrogate, save_pair_surrogate
 from ._strike_workflow import OUTSIDE, count_outside_ranges, parse_select, read_params, warn_outside
 
@@ -212,6 +213,10 @@ class RolloutConfig:
             raise ValueError(f"--n {self.n} / --seconds {self.seconds}: need at least one world and a positive time")
 
 
+CAUSE_SHARE = 0.1  # touches left to the engine above this share: the rollout names the model as the cause
+CAUSE_ALPHA = 0.5  # a model below this validation accuracy at α = 0.1 is named as the cause
+
+
 def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, config: RolloutConfig) -> dict:
     """Hybrid rollouts (surrogate impacts, engine elsewhere) and the full-contact C reference from the same launches.
 
@@ -233,8 +238,7 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
     def hybrid(steps: int, until_rest: bool = True):
         if engine == "cpu-hybrid":
             ended = rollouts_c(scene, model, params, q0, v0, steps, until_rest=until_rest)
-            info = {"impacts": ended.impacts, "clamped": ended.clamped, "nonfinite": ended.nonfinite}
-            return ended.qpos, info | {"steps": ended.steps}
+            return ended.qpos, _counts(ended)
         return in_blocks(  # the batching policy's blocks (one vmap on an accelerator)
             lambda p, q, v: _hybrid_block(scene, model, p, q, v, steps, until_rest),
             params, q0, v0, world=model_world_bytes(scene.c_model()),
@@ -258,6 +262,7 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
     t0 = time.perf_counter()
     qf, _ = full_rollouts_c(scene, params, q0, v0, n_steps)
     t_full = time.perf_counter() - t0
+    bounces = full_contact_bounces(scene, params, q0, v0, n_steps)
     m = scene.c_model()
     start, end_h, end_f = (_positions(m, q) for q in (q0, qh, qf))
     bodies = {}
@@ -286,6 +291,12 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
         "time_compile_s": t_compile,
         "clamped": int(np.sum(info["clamped"])),  # impacts whose prediction the energy guard scaled down
         "nonfinite": int(np.sum(info["nonfinite"])),  # touches left to the engine: a non-finite prediction
+        # touches left to the engine's contact (`clashx.hybrid.RuleState`): outside the training inputs, an
+        # implausible prediction (overlapping or still closing), a re-fired bounce
+        "fallback": {k: int(np.sum(info[k])) for k in ("outside", "implausible", "refired", "nonfinite")},
+        "full_contact_bounces": np.bincount(bounces).tolist(),  # the gate's impacts in full contact, per world
+        "worlds_over_bounces": int(np.sum(np.asarray(impacts) > bounces + 1)),  # handler impacts > bounces + 1
+        "model_validation_alpha": _validation_alpha(model_dir),
         "at_rest": bool(steps < n_steps and not diverged.any()),
         "diverged_worlds": int(diverged.sum()),  # non-finite final states: left out of the scores
         "time_full_c_s": t_full,
@@ -297,8 +308,72 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
 def _hybrid_block(scene: PairScene, model: PairSurrogate, params, qpos, qvel, steps: int, until_rest: bool):
     """One block of `run_pair_rollout`'s MJX hybrid rollouts: final qpos and the rule's counts per world."""
     ended = rollouts(scene, model, params, qpos, qvel, steps, until_rest=until_rest)
-    info = {"impacts": ended.impacts, "clamped": ended.clamped, "nonfinite": ended.nonfinite}
-    return ended.qpos, info | {"steps": ended.steps}
+    return ended.qpos, _counts(ended)
+
+
+def _counts(ended: Rollouts) -> dict:
+    """The rule's counts per world from a batch of rollouts."""
+    r = ended.rule
+    names = ("impacts", "clamped", "nonfinite", "outside", "implausible", "refired")
+    return {k: getattr(r, k) for k in names} | {"steps": ended.steps}
+
+
+def full_contact_bounces(scene: PairScene, params, qpos, qvel, n_steps: int) -> np.ndarray:
+    """How many of the scene's impacts (`clashx.scenes.touches`, the hybrid's own test) each world has in
+    full-contact MuJoCo C from the same launches: the bounces a handler should take, per world (n,)."""
+    q, _ = roll(scene, params, qpos, qvel, n_steps, engine="c")
+    seps = np.asarray(separations(scene, jnp.asarray(q)))
+    sep0 = np.asarray(jax.vmap(scene.separation)(jnp.asarray(qpos)))
+    gate, dt = scene.gate, scene.dt
+    n_apart = max(1, int(round(gate.min_apart / dt)))
+    count = np.zeros(len(q), int)
+    apart = np.where(sep0 > 0, n_apart, 0)
+    before = sep0
+    for k in range(seps.shape[1]):
+        sep = seps[:, k]
+        hit = (sep <= 0) & (apart >= n_apart) & (before - sep >= gate.min_closing * dt)
+        if gate.max_impacts is not None:
+            hit &= count < gate.max_impacts
+        count += hit
+        apart = np.where(hit | (sep <= 0), 0, apart + 1)
+        before = sep
+    return count
+
+
+def _validation_alpha(model_dir: str | None) -> float | None:
+    """The model's share of held-out simulated impacts within α = 0.1 (its folder's record), if known."""
+    try:
+        with open(os.path.join(str(model_dir), "model.json")) as f:
+            return float(json.load(f)["validation"]["alpha_0.1"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+
+
+def rollout_diagnosis(r: dict) -> list[str]:
+    """Lines for the user when the rollouts say the model, not the rule, is at fault: impacts left to the engine,
+    or worlds firing more impacts through the handler than full contact has bounces."""
+    fb = r["fallback"]
+    touches = int(np.dot(np.arange(len(r["impacts"])), r["impacts"])) + sum(fb.values())
+    lines = []
+    if sum(fb.values()):
+        lines.append(
+            f"{sum(fb.values())} of {touches} touches were left to MuJoCo's contact: {fb['outside']} outside the "
+            f"model's training inputs, {fb['implausible']} predicted overlapping or still closing, {fb['refired']} "
+            f"re-fired bounces, {fb['nonfinite']} not finite"
+        )
+    worse = r["worlds_over_bounces"]
+    if worse:
+        lines.append(f"{worse} of {r['n']} worlds fired more impacts through the handler than full contact has "
+                     "bounces, plus one")  # fmt: skip
+    share = sum(fb.values()) / max(touches, 1)
+    alpha = r["model_validation_alpha"]
+    if worse or share >= CAUSE_SHARE or (alpha is not None and alpha < CAUSE_ALPHA):
+        known = f"its validation accuracy at α = 0.1 is {alpha:.2f}; " if alpha is not None else ""
+        lines.append(
+            f"the model, not the rule, is the likely cause: {known}train it on more impacts (`clashx generate "
+            "--n`) or a wider network (`clashx pretrain --width`), and check it with `clashx evaluate --scene`"
+        )
+    return lines
 
 
 def _positions(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
@@ -358,6 +433,7 @@ def cmd_pair(a: argparse.Namespace) -> int:
                  f"non-finite {r['nonfinite']}"]  # fmt: skip
         if r["diverged_worlds"]:
             lines.append(f"warning: {r['diverged_worlds']} worlds ended non-finite; they are left out of the scores")
+        lines += rollout_diagnosis(r)
         lines += [
             f"{body}: final position vs full-contact C: median {1000 * s['median_err_m']:.1f} mm, "
             f"{100 * s['median_rel_err']:.1f} % of its travel (p90 {100 * s['p90_rel_err']:.1f} %); lowest end "
