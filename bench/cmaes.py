@@ -25,6 +25,9 @@ Methods:
   clashx             the surrogate (shipped, or --models DIR/SHAPE), two-stage identification on the fit
                      tracks and fine-tuning (`clashx.learn._lab_fit`), then the same refit through CPU-hybrid
                      rollouts; CMA-ES over CPU-hybrid rollouts
+  clashx_families    both impulse families identified on the same tracks (`clashx.fit_families`) and averaged
+                     as the hybrid's handler (`FamilyFit.handler`: MuJoCo's family at the refit parameters,
+                     the compliant one held at its own), the same refit and CMA-ES
 Both refits are the same (`clashx.optimize._optimize.identify_from_rest`: CMA-ES, 16 × 15, mu2, torsion and the
 centre of mass, from the velocity fit).
   mujoco_identified_velocity, clashx_velocity   the same without the refit (velocities only, as in CLASH)
@@ -50,7 +53,7 @@ from clashx import hybrid as _hybrid
 from clashx.baselines import identify_cmaes, nominal_params
 from clashx.core import write_json
 from clashx.events import ingest_strike_lab, lab_recording, read_npz
-from clashx.learn import LabFitConfig, fit_recording
+from clashx.learn import LabFitConfig, fit_families, fit_recording
 from clashx.optimize import (
     MBOConfig,
     cached_hybrid,
@@ -66,7 +69,9 @@ from clashx.scenes import simulate_strikes_c
 from clashx.surrogate import load_or_shipped
 
 LAB_DIR = Path(__file__).resolve().parents[2] / "shared" / "lab"
-MBO_METHODS = ("mujoco_nominal", "mujoco_identified", "clashx", "mujoco_identified_velocity", "clashx_velocity")
+MBO_METHODS = (
+    "mujoco_nominal", "mujoco_identified", "clashx", "clashx_families", "mujoco_identified_velocity", "clashx_velocity",
+)  # fmt: skip
 TIMING = ("mujoco_c", "mjx_full", "mjx_hybrid", "cpu_hybrid", "mujoco_c_two_phase")
 ENGINE_OF = {
     "mujoco_c": "mujoco-c",
@@ -150,6 +155,24 @@ def identify_methods(
             "fit_s": time.perf_counter() - t0,
         },
     )
+
+    # both families averaged (`clashx.fit_families`) as the hybrid's handler, the same rest-pose refit
+    t0 = time.perf_counter()
+    fam = fit_families(rec, shape, key=key, where="fit recording", models={"mujoco": model})
+    h_f = fam.handler()
+
+    def rest_f(s, p):
+        return _hybrid.strike_rollouts_c(hs, h_f, s, p).rest_pose
+
+    mj = fam.fits["mujoco"]
+    p_f, loss_f = identify_from_rest(
+        rest_f, sim.space, mj.params, strikes, rest, key=key, free=SLIDE_REFIT, yaw_weight=yaw_weight
+    )
+    out["clashx_families"] = (
+        p_f, h_f,
+        {"velocity_fit": mj.params.tolist(), "params": p_f.tolist(), "rest_fit_loss_m": loss_f,
+         "weights": dict(fam.weights), "fit_s": time.perf_counter() - t0},
+    )  # fmt: skip
 
     t0 = time.perf_counter()
     config = LabFitConfig()

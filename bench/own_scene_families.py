@@ -12,7 +12,9 @@ The README's "Your own scene" walk-through, with every handler the rule can run:
    parameters) and the rigid law's (`clashx.learn.identify_pair_law`: e_n, e_t, μ);
 4. score on the 190: the share within α = 0.1 of the post-window velocities (`velocity_errors`) and the median
    error, for the surrogate, the law, their average (`clashx.learn.PairFamilies`), the perfect handler
-   (`clashx.hybrid.engine_window`: MuJoCo itself over the window at the surrogate's parameters) and "no impact";
+   (`clashx.hybrid.engine_window`: MuJoCo itself over the window at the surrogate's parameters: what the
+   identification alone costs) and "no impact"; and the surrogate at the lab's true parameters (what the
+   surrogate alone costs, a diagnostic no method could run);
 5. roll out `--launches` held-out launches to rest (2 s at most) through the hybrid rule's C fallback with each
    handler, and full-contact MuJoCo C at the surrogate's parameters from the same launches: each moving body's
    final position error relative to its travel (median, p90), impacts through the handler per world against
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import sys
@@ -115,8 +118,16 @@ def main() -> None:
                  "scene": scene.name, "lab": lab.tolist()}  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="clashx-families-"))
     t0 = time.perf_counter()
-    if a.model:
+    if a.model:  # a surrogate trained before (by this script or `clashx pretrain --scene`): its folder says how
         model = clashx.load_surrogate(a.model, scene)
+        with open(os.path.join(a.model, "model.json")) as f:
+            meta = json.load(f)
+        cfg = meta.get("pretrain", {})
+        data = cfg.get("data")
+        n_train = clashx.load_events(data).n if isinstance(data, str) and os.path.exists(data) else None
+        out["distil"] = {"n_train": n_train, "width": cfg.get("width"),
+                         "depth": cfg.get("depth"), "epochs": cfg.get("epochs"), "validation": meta["validation"],
+                         "reused": a.model}  # fmt: skip
     else:
         clashx.generate(clashx.GenerateConfig(scene=scene, n=a.n_train, seed=a.seed, out=str(work / "train.npz")))
         t_gen = time.perf_counter() - t0
@@ -155,6 +166,7 @@ def main() -> None:
     print("identified", out["identified"], flush=True)
     handlers = {"surrogate": (model, p_s), "law": (law, p_l), "average": (both, p_b), "perfect": (perfect, p_s)}
     out["held_out"] = {name: _scores(scene, _predict(h, test_pre, p), test_post) for name, (h, p) in handlers.items()}
+    out["held_out"]["surrogate_at_truth"] = _scores(scene, _predict(model, test_pre, lab), test_post)  # its own error
     out["held_out"]["no_impact"] = _scores(scene, test_pre, test_post)
     out["held_out"]["n"] = int(len(test_pre))
     print("held out", out["held_out"], flush=True)

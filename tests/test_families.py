@@ -314,3 +314,26 @@ def test_labels_measured_otherwise_replace_the_tracks():
     assert speed[1] > FASTER * speed[0], speed
     with pytest.raises(ValueError, match="labels"):
         fit(tracks[:-1])
+
+
+FAMILY_HANDLER_TOL = 1e-5  # float32: the handler's weighted sum against FamilyFit.predict's (float64 of float32)
+
+
+def test_the_families_handler_is_their_average_and_runs_in_the_hybrid():
+    """`FamilyFit.handler()` at MuJoCo's parameters is `FamilyFit.predict`, and the strike's hybrid runs it as it runs
+    one surrogate (a strike whose handler is the average lands between the two families' own)."""
+    shape = "square"
+    models = {f: clashx.shipped_strike_surrogate(shape, f) for f in ("mujoco", "compliant")}
+    params = {f: np.asarray(m.space.centre) for f, m in models.items()}
+    fits = {f: LabFit(params[f], np.zeros_like(params[f]), models[f], {}, np.arange(0), {}) for f in models}
+    fam = FamilyFit.equal(fits)
+    strikes = np.array([[1.2, 0.1, 0.5], [0.4, -0.2, 0.3], [2.0, 0.0, 0.7]])
+    handler = fam.handler()
+    got = np.asarray(jax.vmap(handler, in_axes=(0, None))(strikes, params["mujoco"]))
+    np.testing.assert_allclose(got, fam.predict(strikes), rtol=FAMILY_HANDLER_TOL, atol=FAMILY_HANDLER_TOL)
+    hybrid = clashx.make_strike_hybrid(shape)
+    rest = {f: clashx.strike_rollouts_c(hybrid, models[f], strikes[:1], params["mujoco"] if f == "mujoco" else params[f])
+            for f in ("mujoco",)}  # fmt: skip
+    both = clashx.strike_rollouts_c(hybrid, handler, strikes[:1], params["mujoco"])
+    np.testing.assert_allclose(both.post_velocity, got[:1], rtol=1e-4, atol=1e-4)  # the guard left it alone
+    assert np.isfinite(both.rest_pose).all() and not np.allclose(both.rest_pose, rest["mujoco"].rest_pose)

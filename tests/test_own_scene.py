@@ -117,3 +117,28 @@ def test_scene_spec_errors(spec, message):
     """A bad --scene names what is wrong and how to give it; nothing runs."""
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
         load_scene(spec)
+
+
+def test_a_scenes_families_side_by_side(pipeline, capsys):
+    """A PARAMS.json holding the rigid law beside the surrogate: `evaluate` scores each family and their average, the
+    law's row equal to `pair_law_scores` on the same impacts; `rollout --family rigid` without one is refused."""
+    import clashx
+    from clashx.learn import load_pair_events, pair_law_scores
+    from clashx.scenes import pair_law
+
+    params = json.loads((pipeline / "params.json").read_text())
+    law = {"e_n": 0.4, "e_t": 0.1, "mu": 0.5}
+    (pipeline / "both.json").write_text(json.dumps(params | {"families": {"rigid": {"params": law}}}))
+    run = lambda *args: main([*args, "--scene", SPEC])  # noqa: E731
+    assert run("evaluate", "--model", str(pipeline / "tuned"), "--real", str(pipeline / "lab.npz"), "--select",
+               "10:200", "--params", str(pipeline / "both.json"), "--json", str(pipeline / "both_eval.json")) == 0  # fmt: skip
+    ev = json.loads((pipeline / "both_eval.json").read_text())
+    assert set(ev["families"]) == {"mujoco", "rigid", "both"}
+    assert ev["families"]["mujoco"]["alpha_0.1"] == ev["alpha_accuracy"]
+    scene = clashx.load_scene(SPEC)
+    data = load_pair_events(str(pipeline / "lab.npz"), scene, select=lambda n: np.arange(10, 200))
+    want = pair_law_scores(pair_law(scene), data["pre"], data["post"], np.array(list(law.values())))
+    assert ev["families"]["rigid"]["median_rel_err"] == pytest.approx(want.median_rel_err, rel=1e-5)
+    assert run("rollout", "--model", str(pipeline / "tuned"), "--params", str(pipeline / "params.json"),
+               "--family", "rigid", "--n", "4") == 2  # fmt: skip
+    assert "--family rigid needs --params" in capsys.readouterr().err

@@ -639,7 +639,11 @@ def rollouts_c(
     params = np.asarray(params, np.float64)
     n = len(params)
     segment = max(1, min(segment, n_steps))
-    ep = params if engine_params is None else np.broadcast_to(np.asarray(engine_params, np.float64), params.shape)
+    ep = (
+        params
+        if engine_params is None
+        else np.broadcast_to(np.asarray(engine_params, np.float64), (n, scene.space.size))
+    )
     if batch is None:
         batch = _batch.make_batch(scene.hybrid_c_model(), scene.space, scene.hybrid_rows(), ep, nsim=n, nthread=nthread)
     scene = scene.lite()  # handed to the jitted rule once per segment: without MJX models to flatten

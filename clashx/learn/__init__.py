@@ -9,6 +9,7 @@ from ._distil import LocalDistilConfig as LocalDistilConfig
 from ._distil import distil_locally as distil_locally
 from ._families import FAMILIES as FAMILIES
 from ._families import FamilyFit as FamilyFit
+from ._families import StrikeFamilies as StrikeFamilies
 from ._families import StrikePredictive as StrikePredictive
 from ._families import family_average as family_average
 from ._families import family_config as family_config
@@ -25,7 +26,7 @@ from ._lab_fit import fit_recording as fit_recording
 from ._lab_fit import ground_friction as ground_friction
 from ._lab_fit import misfit_weights as misfit_weights
 from ._lab_fit import strike_predictive as strike_predictive
-from ._pair_families import FAMILY_CHOICES as FAMILY_CHOICES
+from ._pair_families import SCENE_FAMILIES as SCENE_FAMILIES
 from ._pair_families import PairFamilies as PairFamilies
 from ._pair_law_fit import PairLawFit as PairLawFit
 from ._pair_law_fit import identify_pair_law as identify_pair_law

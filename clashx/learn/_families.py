@@ -36,12 +36,14 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 
-from ..core import Float, PRNGKeyArray, short_repr
+from ..core import Array, Float, PRNGKeyArray, short_repr
 from ..events import recording_arrays
+from ..scenes import AbstractHandler, make_strike_scene
 from ..scenes import geometry as geo
-from ..scenes import make_strike_scene
 from ..surrogate import StrikeSurrogate, predict, shipped_strike_surrogate
 from ._lab_fit import LabFit, LabFitConfig, fit_recording, strike_predictive
 
@@ -77,6 +79,39 @@ class StrikePredictive(NamedTuple):
     def as_dict(self) -> dict[str, np.ndarray]:
         """{"pred", "cov", "sigma_rel"}: what `clashx.learn.predictive_calibration` scores."""
         return {"pred": self.speed_vector, "cov": self.cov, "sigma_rel": self.sigma_rel}
+
+    def __repr__(self) -> str:
+        return short_repr(self)
+
+
+class StrikeFamilies(AbstractHandler):
+    """The strike families' weighted average as one handler (`FamilyFit.handler`): (strike, params) -> (vx, vy, ωz).
+
+    Attributes:
+        model: the family whose parameters the handler takes (MuJoCo's: the engine's).
+        weight: its weight.
+        others: (surrogate, its identified parameters, its weight) of every other family, held.
+    """
+
+    model: StrikeSurrogate
+    weight: float = eqx.field(static=True)
+    others: tuple[tuple[StrikeSurrogate, Array, float], ...]
+
+    def __call__(self, strike: Float[Array, "3"], params: Float[Array, " p"]) -> Float[Array, "3"]:
+        """The weighted average of the families' post-impact velocities (block frame, m/s and rad/s)."""
+        out = self.weight * self.model(strike, params)
+        for model, p, w in self.others:
+            out = out + w * model(strike, jnp.asarray(p, out.dtype))
+        return out
+
+    @property
+    def space(self):
+        """The parameters the handler takes: the engine family's."""
+        return self.model.space
+
+    @property
+    def shape(self) -> str:
+        return self.model.shape
 
     def __repr__(self) -> str:
         return short_repr(self)
@@ -124,6 +159,18 @@ class FamilyFit(NamedTuple):
         length = geo.characteristic_length(next(iter(self.fits.values())).model.shape)
         sigma = np.sqrt(np.trace(cov, axis1=1, axis2=2)) / scale
         return StrikePredictive(mean, cov, sigma, float(length), parts)
+
+    def handler(self, engine_family: str = "mujoco") -> StrikeFamilies:
+        """The families' average as one impact handler of the strike's hybrid, taking `engine_family`'s parameters.
+
+        The engine simulates the strike with MuJoCo's parameters (the slide, the block), so the handler is
+        conditioned on them: `handler(strike, params)` is the weighted average of that family's surrogate at
+        `params` and every other family's at its own identified values (held).  It runs wherever a strike
+        surrogate runs: `clashx.strike_rollouts_c`, `clashx.optimize_strikes` (`handler=`).
+        """
+        others = tuple((self.fits[n].model, np.asarray(self.fits[n].params, np.float32), float(self.weights[n]))
+                       for n in self.weights if n != engine_family)  # fmt: skip
+        return StrikeFamilies(self.fits[engine_family].model, float(self.weights[engine_family]), others)
 
     def report(self) -> dict[str, Any]:
         """Each family's `LabFit.report` and the weights, JSON-able."""

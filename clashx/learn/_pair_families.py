@@ -20,7 +20,7 @@ from ..scenes import AbstractHandler, PairLaw
 from ..scenes import _pair_state as ps
 from ..surrogate import PairSurrogate
 
-FAMILY_CHOICES = ("surrogate", "law", "both")
+SCENE_FAMILIES = ("mujoco", "rigid")  # a scene's surrogate (MuJoCo distilled) and its rigid law
 
 
 class PairFamilies(AbstractHandler):

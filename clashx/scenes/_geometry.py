@@ -16,6 +16,7 @@ import numpy as np
 from ..core import Array, Bool, Float, ScalarLike
 
 SHAPES = ("semi-cylinder", "square", "triangle")
+"""The strike lab's three block shapes (SCENE.md): every strike function takes one of these names."""
 
 HEIGHT = 0.05  # block height (m)
 RADIUS = 0.06  # semi-cylinder radius (m)

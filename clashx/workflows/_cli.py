@@ -121,10 +121,15 @@ def _cmd_pretrain(a: argparse.Namespace) -> int:
 
 def _cmd_identify(a: argparse.Namespace) -> int:
     if a.scene:
-        if a.family != "mujoco" or a.equal_label_weights:
-            flag = f"--family {a.family}" if a.family != "mujoco" else "--equal-label-weights"
-            raise ValueError(f"{flag} is for the strike; your scene's surrogate is its own (drop {flag.split()[0]})")
+        if a.family == "compliant" or a.equal_label_weights:
+            flag = f"--family {a.family}" if a.family == "compliant" else "--equal-label-weights"
+            raise ValueError(
+                f"{flag} is for the strike; a scene's families are mujoco (its surrogate) and rigid (its rigid "
+                f"impulse law), or both (drop {flag.split()[0]}, or pass --family rigid or both)"
+            )
         return _cmd_pair(a)
+    if a.family == "rigid":
+        raise ValueError("--family rigid is a scene's rigid law (with --scene); the strike's are mujoco and compliant")
 
     check_output(a.out, "--out")
     r = run_identify(
@@ -359,8 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--family",
         choices=FAMILY_CHOICES,
         default="mujoco",
-        help="impulse family: mujoco (MuJoCo's knobs), compliant (a Hunt-Crossley law), or both, whose predictions "
-        "`evaluate` and `predict` then average (the most accurate on the strike lab; README: How accurate, measured)",
+        help="impulse family: mujoco (MuJoCo's knobs), compliant (the strike's Hunt-Crossley law), rigid (a scene's "
+        "rigid impulse law, with --scene), or both, whose predictions `evaluate` and `predict` then average (on "
+        "the strike lab the most accurate; on your scene, measured in docs/own_scene.md)",
     )
     q.add_argument("--seed", type=seed_arg, default=0)
     q.add_argument(
@@ -427,6 +433,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds", type=POSITIVE_FLOAT, default=2.0, help="at most this long; stops once every world rests"
     )
     _engine_flag(h, "cpu-hybrid", "mjx-hybrid", "cpu-hybrid: the rule between MuJoCo C steps; mjx-hybrid: one jit")
+    h.add_argument(
+        "--family",
+        choices=("mujoco", "rigid", "both"),
+        default="mujoco",
+        help="the handler: mujoco (the surrogate, default: the more accurate on the free box, docs/own_scene.md), "
+        "rigid (the rigid impulse law) or both averaged; rigid and both need --params from `clashx identify "
+        "--scene S --family both`",
+    )
     h.add_argument("--json", help="write the scores and timings here")
     h.set_defaults(func=_cmd_pair)
 

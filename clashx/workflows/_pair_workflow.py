@@ -21,20 +21,24 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from ..core import check_output, in_blocks, model_world_bytes, resolve_engine, write_json
+from ..core import ParameterError, check_output, in_blocks, model_world_bytes, resolve_engine, write_json
 from ..events import atomic_savez, load_events
 from ..hybrid import SEGMENT, Rollouts, full_rollouts_c, rollouts, rollouts_c
 from ..learn import (
     FinetuneConfig,
+    PairFamilies,
+    PairScores,
     finetune_pair,
     identify_pair,
+    identify_pair_law,
     load_pair_events,
     pair_features,
     pair_scores,
     predict_pair,
+    velocity_errors,
 )
-from ..scenes import PairScene, load_scene, roll, separations
-from ..surrogate import PairSurrogate, load_pair_surrogate, save_pair_surrogate
+from ..scenes import LAW_NAMES, PairScene, law_space, load_scene, pair_law, roll, separations
+from ..surrogate import PairSurrogate, load_pair_surrogate, predict, save_pair_surrogate
 from ._strike_workflow import OUTSIDE, count_outside_ranges, parse_select, read_params, warn_outside
 
 
@@ -105,8 +109,13 @@ def run_pair_identify(
     seed: int,
     n_starts: int,
     outside: float = OUTSIDE,
+    family: str = "mujoco",
 ) -> dict:
-    """`clashx identify --scene`: the parameters from observed impacts through the surrogate; writes PARAMS.json."""
+    """`clashx identify --scene`: the parameters from observed impacts through the surrogate; writes PARAMS.json.
+
+    With `family` "rigid" or "both" the scene's rigid law is identified on the same impacts too
+    (`clashx.learn.identify_pair_law`), under PARAMS.json's "families"; the surrogate's parameters stay the
+    scene's MuJoCo parameters, which the engine runs between impacts whichever family takes them."""
     scene, model = _scene_and_model(spec, model_dir)
     data = _events(real, scene, select)
     n_outside = _count_outside(scene, model_dir, data, real, outside)
@@ -125,7 +134,18 @@ def run_pair_identify(
         "model": os.path.abspath(str(model_dir)),
         "outside_training_ranges": n_outside,
         "time_s": time.perf_counter() - t0,
+        "family": family,
     }
+    if family in ("rigid", "both"):
+        t1 = time.perf_counter()
+        fit = identify_pair_law(pair_law(scene), data["pre"], data["post"], key=jax.random.PRNGKey(seed))
+        result["families"] = {
+            "rigid": {
+                "params": dict(zip(LAW_NAMES, np.asarray(fit.params, float).tolist(), strict=True)),
+                "loss": float(fit.loss),  # the mean relative error of the post-window velocities
+                "time_s": time.perf_counter() - t1,
+            }
+        }
     if not (np.isfinite(res.params).all() and np.isfinite(res.loss)):
         raise ValueError(f"{real}: the fit did not converge (non-finite parameters or loss); nothing was written")
     write_json(out, result)
@@ -176,7 +196,20 @@ def run_pair_evaluate(
     params, _ = _predictions(model, data, params_path, real)
     scores = pair_scores(model, data["pre"], data["post"], params, alpha=alpha)
     head = {"scene": scene.name, "alpha": alpha, "alpha_accuracy": scores.accuracy}
-    return head | scores.to_dict() | {"outside_training_ranges": n_outside}
+    out = head | scores.to_dict() | {"outside_training_ranges": n_outside}
+    law_params = read_law_params(params_path) if params_path else None
+    if law_params is not None:  # every family the file holds, side by side
+        law = pair_law(scene)
+        both = PairFamilies(model, law)
+        p_both = np.concatenate([np.broadcast_to(params, (len(data["pre"]), scene.space.size)),
+                                 np.tile(law_params, (len(data["pre"]), 1))], 1)  # fmt: skip
+        rows = {"mujoco": scores}
+        for name, handler, p in (("rigid", law, np.tile(law_params, (len(data["pre"]), 1))), ("both", both, p_both)):
+            err = velocity_errors(scene, np.asarray(predict(handler, data["pre"], p), np.float64), data["post"])
+            rows[name] = PairScores(alpha, float(np.mean(err <= alpha)), float(np.median(err)),
+                                    scores.median_rel_err_no_impact, int(len(err)))  # fmt: skip
+        out["families"] = {name: r.to_dict() for name, r in rows.items()}
+    return out
 
 
 def run_pair_predict(
@@ -207,10 +240,13 @@ class RolloutConfig:
     seed: int = 1
     seconds: float = 2.0
     engine: str = "auto"
+    family: str = "mujoco"
 
     def __post_init__(self):
         if self.n < 1 or not self.seconds > 0:
             raise ValueError(f"--n {self.n} / --seconds {self.seconds}: need at least one world and a positive time")
+        if self.family not in ("mujoco", "rigid", "both"):
+            raise ParameterError("family", self.family, "a scene's families are mujoco, rigid and both")
 
 
 CAUSE_SHARE = 0.1  # touches left to the engine above this share: the rollout names the model as the cause
@@ -231,17 +267,20 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
     launch, params = scene.sample_inputs(config.n, key=jax.random.PRNGKey(config.seed))
     if params_path:
         params = np.broadcast_to(read_params(params_path, model), params.shape)
+    handler, handler_params = _family_handler(scene, model, params, params_path, config.family)
     nq = scene.c_model().nq
     q0, v0 = launch[:, :nq], launch[:, nq:]
     n_steps = round(config.seconds / scene.dt)
 
     def hybrid(steps: int, until_rest: bool = True):
         if engine == "cpu-hybrid":
-            ended = rollouts_c(scene, model, params, q0, v0, steps, until_rest=until_rest)
+            ended = rollouts_c(
+                scene, handler, handler_params, q0, v0, steps, until_rest=until_rest, engine_params=params
+            )
             return ended.qpos, _counts(ended)
         return in_blocks(  # the batching policy's blocks (one vmap on an accelerator)
-            lambda p, q, v: _hybrid_block(scene, model, p, q, v, steps, until_rest),
-            params, q0, v0, world=model_world_bytes(scene.c_model()),
+            lambda hp, p, q, v: _hybrid_block(scene, handler, hp, p, q, v, steps, until_rest),
+            handler_params, params, q0, v0, world=model_world_bytes(scene.c_model()),
         )  # fmt: skip
 
     if engine not in ("cpu-hybrid", "mjx-hybrid"):
@@ -282,6 +321,7 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
     return {
         "scene": scene.name,
         "engine": engine,
+        "family": config.family,
         "n": config.n,
         "seed": config.seed,
         "impacts": np.bincount(np.asarray(impacts, int)).tolist(),
@@ -305,10 +345,43 @@ def run_pair_rollout(spec: str, model_dir: str | None, params_path: str | None, 
 
 
 @eqx.filter_jit
-def _hybrid_block(scene: PairScene, model: PairSurrogate, params, qpos, qvel, steps: int, until_rest: bool):
+def _hybrid_block(scene: PairScene, handler, handler_params, params, qpos, qvel, steps: int, until_rest: bool):
     """One block of `run_pair_rollout`'s MJX hybrid rollouts: final qpos and the rule's counts per world."""
-    ended = rollouts(scene, model, params, qpos, qvel, steps, until_rest=until_rest)
+    ended = rollouts(scene, handler, handler_params, qpos, qvel, steps, until_rest=until_rest, engine_params=params)
     return ended.qpos, _counts(ended)
+
+
+def read_law_params(path: str) -> np.ndarray | None:
+    """The rigid law's (e_n, e_t, μ) from a PARAMS.json of `clashx identify --scene S --family rigid|both`, or None."""
+    with open(path, encoding="utf-8-sig") as f:
+        raw = json.load(f)
+    law = raw.get("families", {}).get("rigid") if isinstance(raw, dict) else None
+    if not isinstance(law, dict):
+        return None
+    values = law.get("params", {})
+    try:
+        out = np.array([float(values[n]) for n in LAW_NAMES])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{path}: 'families.rigid.params' needs {', '.join(LAW_NAMES)}; re-run `clashx identify "
+                         "--scene S --family both`") from None  # fmt: skip
+    return law_space().check(out[None], what=f"{path}: the rigid law's parameters")[0]
+
+
+def _family_handler(scene: PairScene, model: PairSurrogate, params, params_path: str | None, family: str):
+    """The handler of `family` and its parameters per world: the surrogate at `params`, the rigid law at
+    PARAMS.json's law parameters, or their average (`PairFamilies`, the two parameter vectors joined)."""
+    if family == "mujoco":
+        return model, params
+    law_params = read_law_params(params_path) if params_path else None
+    if law_params is None:
+        raise ValueError(
+            f"--family {family} needs --params PARAMS.json from `clashx identify --scene S --family both` (the rigid "
+            "law's identified parameters)"
+        )
+    laws = np.tile(law_params, (len(params), 1))
+    if family == "rigid":
+        return pair_law(scene), laws
+    return PairFamilies(model, pair_law(scene)), np.concatenate([params, laws], 1)
 
 
 def _counts(ended: Rollouts) -> dict:
@@ -358,7 +431,7 @@ def rollout_diagnosis(r: dict) -> list[str]:
     if sum(fb.values()):
         lines.append(
             f"{sum(fb.values())} of {touches} touches were left to MuJoCo's contact: {fb['outside']} outside the "
-            f"model's training inputs, {fb['implausible']} predicted overlapping or still closing, {fb['refired']} "
+            f"model's training inputs, {fb['implausible']} predicted deeper or closing faster than any training window ended, {fb['refired']} "
             f"re-fired bounces, {fb['nonfinite']} not finite"
         )
     worse = r["worlds_over_bounces"]
@@ -395,12 +468,17 @@ def cmd_pair(a: argparse.Namespace) -> int:
     if a.command == "identify":
         check_output(a.out, "--out")
         r = run_pair_identify(
-            a.scene, a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts, outside=a.outside
-        )
+            a.scene, a.model, a.real, a.select, a.out, seed=a.seed, n_starts=a.starts, outside=a.outside,
+            family=a.family,
+        )  # fmt: skip
         warn_outside(r["outside_training_ranges"], len(r["rows"]), "impacts")
         for name in r["params"]:
             print(f"{name:>10} = {r['params'][name]:.4f} ± {r['std'][name]:.4f}")
         print(f"fit loss {r['loss']:.5f} on {len(r['rows'])} impacts, {r['time_s']:.1f} s -> {a.out}")
+        if "families" in r:
+            law = r["families"]["rigid"]
+            print("rigid law: " + ", ".join(f"{n} = {v:.4f}" for n, v in law["params"].items())
+                  + f"; mean relative error {law['loss']:.4f}, {law['time_s']:.1f} s")  # fmt: skip
     elif a.command == "finetune":
         check_output(a.out, "--out", folder=True, run=True)
         config = FinetuneConfig(lr=a.lr, max_steps=a.max_steps, folds=a.folds, pull=a.pull, scope=a.scope)
@@ -419,13 +497,20 @@ def cmd_pair(a: argparse.Namespace) -> int:
         print(
             f"α={a.alpha}: accuracy {r['alpha_accuracy']:.3f} on {r['n']} impacts (median relative error {r['median_rel_err']:.3f})"
         )
+        for name, row in r.get("families", {}).items():
+            print(
+                f"  {name:>7}: accuracy {row[f'alpha_{a.alpha}']:.3f}, median relative error {row['median_rel_err']:.3f}"
+            )
         if a.json:
             write_json(a.json, r)
     else:
         if a.json:
             check_output(a.json, "--json")
         r = run_pair_rollout(
-            a.scene, a.model, a.params, RolloutConfig(n=a.n, seed=a.seed, seconds=a.seconds, engine=a.engine)
+            a.scene,
+            a.model,
+            a.params,
+            RolloutConfig(n=a.n, seed=a.seed, seconds=a.seconds, engine=a.engine, family=a.family),
         )
         rest = "every world at rest" if r["at_rest"] else "not every world at rest"
         lines = [f"{r['n']} worlds, impacts per world {r['impacts']} (index = count); "

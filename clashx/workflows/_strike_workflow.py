@@ -338,7 +338,7 @@ def read_param_file(
                 f"{path}: no 'families' entry for {family!r}; write one with `clashx identify --family both`"
             )
         raw = block
-    elif "families" in raw:
+    elif "families" in raw and "params" not in raw:  # a scene's file keeps its surrogate's at the top level
         raise ValueError(
             f"{path}: parameters of several impulse families (`clashx identify --family both`); `clashx evaluate` "
             "and `clashx predict` take it, this command one family's: identify with --family mujoco"
@@ -367,7 +367,9 @@ def read_param_file(
     return space.check(p, what=path)
 
 
-FAMILY_CHOICES = (*FAMILIES, "both")  # `clashx identify --family`: one impulse family, or each with equal weights
+# `clashx identify --family`: one impulse family, or each with equal weights; the strike's are mujoco and compliant,
+# a scene's mujoco (its surrogate) and rigid (its rigid law, `clashx.scenes.pair_law`)
+FAMILY_CHOICES = (*FAMILIES, "rigid", "both")
 
 
 def model_for(model_dir: str | None, real: str, family: str = "mujoco") -> StrikeSurrogate:
