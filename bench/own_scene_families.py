@@ -44,7 +44,7 @@ from clashx.core import write_json
 from clashx.hybrid import engine_window
 from clashx.learn import PairFamilies, identify_pair_law, velocity_errors
 from clashx.scenes import pair_law
-from clashx.workflows._pair_workflow import full_contact_bounces
+from clashx.workflows import full_contact_bounces
 
 ALPHA = 0.1
 N_FIT, N_LAB = 10, 200
@@ -107,6 +107,9 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--launches", type=int, default=128)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--data", help="simulated impacts to train on (a `clashx generate --scene` file; default: generate them)"
+    )
     ap.add_argument("--model", help="a trained surrogate folder to reuse (skips the distillation)")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -127,19 +130,23 @@ def main() -> None:
         n_train = clashx.load_events(data).n if isinstance(data, str) and os.path.exists(data) else None
         out["distil"] = {"n_train": n_train, "width": cfg.get("width"),
                          "depth": cfg.get("depth"), "epochs": cfg.get("epochs"), "validation": meta["validation"],
-                         "reused": a.model}  # fmt: skip
+                         "images": meta.get("images", 1), "reused": a.model}  # fmt: skip
     else:
-        clashx.generate(clashx.GenerateConfig(scene=scene, n=a.n_train, seed=a.seed, out=str(work / "train.npz")))
+        data = a.data or str(work / "train.npz")
+        if not a.data:
+            clashx.generate(clashx.GenerateConfig(scene=scene, n=a.n_train, seed=a.seed, out=data))
+        n_train = clashx.load_events(data).n
         t_gen = time.perf_counter() - t0
-        cfg = clashx.PretrainConfig(data=str(work / "train.npz"), epochs=a.epochs, batch_size=a.batch_size,
+        cfg = clashx.PretrainConfig(data=data, epochs=a.epochs, batch_size=a.batch_size,
                                     width=a.width, depth=a.depth, seed=a.seed)  # fmt: skip
         res = clashx.pretrain_pair(
             scene, cfg, progress=lambda e, n, m: print(f"epoch {e}/{n} {m['val_loss']:.4f}", flush=True)
         )
         res.save(work / "model")
         model = res.model
-        out["distil"] = {"n_train": a.n_train, "generate_s": t_gen, "pretrain_s": time.perf_counter() - t0 - t_gen,
-                         "validation": res.validation, "width": a.width, "depth": a.depth, "epochs": a.epochs}  # fmt: skip
+        out["distil"] = {"n_train": n_train, "generate_s": t_gen, "pretrain_s": time.perf_counter() - t0 - t_gen,
+                         "validation": res.validation, "width": a.width, "depth": a.depth, "epochs": a.epochs,
+                         "images": res.metadata["images"]}  # fmt: skip
         print("validation", res.validation, flush=True)
     lab_file = work / "lab.npz"
     clashx.generate(

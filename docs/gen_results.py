@@ -514,7 +514,8 @@ def own_scenes() -> str | None:
                 f"{r['time_s']:.2f} s" if r else "–",
             ])  # fmt: skip
         distil = d.get("distil", {})
-        how = (f"{distil['n_train']} impacts, {distil['width']} × {distil['depth']}, {distil['epochs']} epochs: "
+        seen = f" (each also as its {distil['images'] - 1} symmetric images)" if distil.get("images", 1) > 1 else ""
+        how = (f"{distil['n_train']} impacts{seen}, {distil['width']} × {distil['depth']}, {distil['epochs']} epochs: "
                f"{num(distil['validation']['alpha_0.1'], 2)} of held-out simulated impacts within α = 0.1"
                if distil else "a surrogate trained before")  # fmt: skip
         ident = d["identified"]

@@ -44,6 +44,10 @@ class FreeBox(PairScene):
     approach = 0.25  # s: every launch touches within this
     min_apart = 0.02  # s of flight before a touch is an impact the handler takes (rocking stays MuJoCo's)
     min_closing = 0.2  # m/s
+    # The box maps onto itself turned 180° about any of its axes, and mirrored through its xz plane:
+    # pretraining also learns from each impact's 7 images (clashx.scenes.symmetric_images).
+    body_symmetries = ((0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+    mirror = (1.0, -1.0, 1.0)
 
     def mjcf(self) -> str:
         return XML

@@ -32,7 +32,7 @@ CASES = {
     "box": (
         f"{EXAMPLES}/free_box.py:FreeBox",
         4000,
-        30,
+        4,  # passes over the impacts and their 7 symmetric images: as many steps as 32 passes over the impacts
         {"mu": 0.5, "timeconst": 0.005, "dampratio": 0.8},
         {"validation": 0.7, "position": 0.3, "position_p90": 0.9, "rest_height": 0.0195},  # seen 0.55, 0.17, 0.38
     ),
@@ -79,5 +79,6 @@ def test_walkthrough_numbers(walkthrough):
     (body,) = roll["final_position"].values()
     assert body["median_rel_err"] < tol["position"] and body["p90_rel_err"] < tol["position_p90"], roll
     assert body["lowest_z_hybrid_m"] > tol["rest_height"], roll  # no world ends in or under the table
-    assert sum(roll["impacts"][1:]) == roll["n"]  # every world had an impact through the handler
+    # every world had an impact: through the handler, or left to MuJoCo's contact by the rule (counted)
+    assert roll["impacts"][0] <= sum(roll["fallback"].values()), roll
     assert roll["nonfinite"] == 0

@@ -17,7 +17,6 @@ import jax.numpy as jnp
 
 from ..core import Array, Bool, Float, short_repr
 from ..scenes import AbstractHandler, PairLaw
-from ..scenes import _pair_state as ps
 from ..surrogate import PairSurrogate
 
 SCENE_FAMILIES = ("mujoco", "rigid")  # a scene's surrogate (MuJoCo distilled) and its rigid law
@@ -47,7 +46,7 @@ class PairFamilies(AbstractHandler):
         n = self.n_surrogate
         a = self.surrogate(pre, params[:n])
         b = jnp.asarray(self.law(pre, params[n:]), a.dtype)
-        return ps.interpolate(self.surrogate.scene.joints, a, b, self.law_weight)
+        return self.surrogate.scene.interpolate(a, b, self.law_weight)
 
     def in_domain(self, x, params: Float[Array, " p"]) -> Bool[Array, ""]:
         """The surrogate's training ranges: outside them the average is a guess too."""

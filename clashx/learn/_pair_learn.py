@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import ParameterError, PRNGKeyArray, Result
 from ..events import EventFileError, as_events, event_source
-from ..scenes import SCHEMA, PairScene
+from ..scenes import SCHEMA, PairScene, symmetric_images
 from ..surrogate import PairSurrogate, make_pair_surrogate, with_feature_ranges
 from ._finetune import FinetuneConfig, FinetuneResult, finetune
 from ._identify import IdentifyResult, identify
@@ -152,7 +152,17 @@ def pretrain_pair(
         raise ParameterError("data", config.data, "a scene's pretraining takes one event file", "PretrainConfig")
     data = load_pair_events(config.data, scene, simulated=True)
     targets = pair_targets(scene, data["pre"], data["post"])
-    feats = pair_features(scene, data["pre"])
+    pre_all, post_all = symmetric_images(scene, data["pre"], data["post"])  # the impacts, then their images
+    k = len(pre_all) // len(data["pre"])
+    feats = pair_features(scene, pre_all)
+    targets_all = targets if k == 1 else pair_targets(scene, pre_all, post_all)
+
+    def images(rows):
+        every = (np.arange(k)[:, None] * len(data["pre"]) + rows[None, :]).ravel()
+        return pre_all[every], np.tile(data["params"][rows], (k, 1)), targets_all[every]
+
+    if k > 1 and report is not None:
+        report(f"{scene.name}: each training impact is also used as its {k - 1} symmetric images")
     in_mean, in_std = feats.mean(0), np.maximum(feats.std(0), 1e-6 + 1e-3 * np.abs(feats.mean(0)))
 
     def make(key, out_mean, out_std):
@@ -168,13 +178,13 @@ def pretrain_pair(
         )
 
     model, history, val = train_on_targets(
-        make, data["pre"], data["params"], targets, config, flags=FLAGS, progress=progress, report=report
+        make, data["pre"], data["params"], targets, config, flags=FLAGS, progress=progress, report=report, images=images
     )
-    model = with_feature_ranges(model, feats.min(0), feats.max(0), post_bounds(scene, data["post"]))
+    model = with_feature_ranges(model, feats.min(0), feats.max(0), post_bounds(scene, post_all))
     scores = pair_scores(model, data["pre"][val], data["post"][val], data["params"][val])
     final = scores.to_dict() | {"val_loss": history[-1]["val_loss"]}
     ranges = {"low": feats.min(0).tolist(), "high": feats.max(0).tolist()}  # of the features the model sees
-    metadata = {"pretrain": config_json(config), "validation": final, "input_ranges": ranges}
+    metadata = {"pretrain": config_json(config), "validation": final, "input_ranges": ranges, "images": k}
     return PretrainResult(model, final, tuple(history), len(targets) - len(val), len(val), metadata)
 
 

@@ -286,6 +286,7 @@ def train_on_targets(
     flags: dict[str, str],
     progress: Callable[[int, int, dict], None] | None = None,
     report: Callable[[str], None] | None = None,
+    images: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[Any, list[dict], np.ndarray]:
     """Pretrain a surrogate whose network predicts normalised targets (the cube's, a `PairScene`'s).
 
@@ -299,6 +300,8 @@ def train_on_targets(
         config: a `PretrainConfig` (seed, split, schedule, run folder `out`).
         flags: the CLI flag of each config field, for naming what a resume changed.
         progress, report: as `train_epochs`.
+        images: `images(rows)` -> (inputs, params, targets) of those rows and their symmetric images
+            (`clashx.scenes.symmetric_images`): what the training rows become (validation stays as given).
 
     Returns:
         (model, history, validation rows).
@@ -306,8 +309,9 @@ def train_on_targets(
     k_split, k_init, k_shuffle = jax.random.split(jax.random.PRNGKey(config.seed), 3)
     train, val = split_indices(len(inputs), config.val_fraction, k_split)
     warn_small_validation(len(val), report)
-    model = make_model(k_init, targets[train].mean(0), targets[train].std(0) + 1e-6)
-    x_tr, p_tr, y_tr = (jnp.asarray(a[train], jnp.float32) for a in (inputs, params, targets))
+    rows = images(train) if images is not None else (inputs[train], params[train], targets[train])
+    model = make_model(k_init, rows[2].mean(0), rows[2].std(0) + 1e-6)
+    x_tr, p_tr, y_tr = (jnp.asarray(a, jnp.float32) for a in rows)
     x_va, p_va, y_va = (jnp.asarray(a[val], jnp.float32) for a in (inputs, params, targets))
     initial = model
     spec = eqx.tree_at(

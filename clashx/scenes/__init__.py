@@ -40,6 +40,7 @@ from ._pair_law import LAW_NAMES as LAW_NAMES
 from ._pair_law import PairLaw as PairLaw
 from ._pair_law import law_space as law_space
 from ._pair_law import pair_law as pair_law
+from ._pair_symmetry import symmetric_images as symmetric_images
 from ._scene import APART_CAP as APART_CAP
 from ._scene import ENERGY_SLACK as ENERGY_SLACK
 from ._scene import AbstractHandler as AbstractHandler

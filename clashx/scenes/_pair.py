@@ -15,6 +15,7 @@ and, where the defaults do not fit:
 | what | default |
 |---|---|
 | `min_apart`, `min_closing`, `max_impacts` | 5 ms apart, closing at 0.05 m/s, every impact: which touch is an impact (`ImpactGate`) |
+| `body_symmetries`, `mirror` | none: a free body's rotations (body-frame unit quaternions) and reflection (three signs) that map it onto itself; pretraining then also learns from each impact's images (`symmetric_images`) |
 | `rest_speed` | 1e-3: every \|qvel\| below it (m/s, rad/s) and out of any window: at rest |
 | `separation(qpos)` | MuJoCo's own distance between the pair's geoms (MJX's collision functions, in JAX) |
 | `features(pre)` | the impact in the contact frame (`contact_features`) |
@@ -54,6 +55,7 @@ from ..core import Array, Float, Layout, ParamSpace, PRNGKeyArray, in_blocks, mj
 from ..core import batch as _batch
 from . import _pair_contact as pc
 from . import _pair_state as ps
+from ._pair_symmetry import check_symmetries
 from ._scene import APART_CAP, ENERGY_SLACK, AbstractImpactScene, ImpactGate, crossing, touches
 
 SCHEMA = "pair"  # the event files' scene of every PairScene
@@ -108,6 +110,9 @@ class PairScene(AbstractImpactScene):
     energy_slack: ClassVar[float | None] = ENERGY_SLACK  # the energy guard (ImpactGate.energy_slack)
     check_refire: ClassVar[bool] = True  # bounces as fast as the last impact fall back (ImpactGate)
     engine_contact: ClassVar[bool] = True  # the engine keeps the pair's contacts between impacts
+    # A free body's symmetries (`clashx.scenes.symmetric_images`): each training impact is also used as its images.
+    body_symmetries: ClassVar[tuple[tuple[float, float, float, float], ...]] = ()  # body-frame unit quaternions
+    mirror: ClassVar[tuple[float, float, float] | None] = None  # the body's reflection through the world's xz plane
 
     @property
     def schema(self) -> str:
@@ -149,6 +154,7 @@ class PairScene(AbstractImpactScene):
             raise ValueError(f"scene {self.name!r}: {e}") from None
         self.space.rows(m)  # a target the model lacks fails here, naming it
         self._check_hooks()
+        check_symmetries(self)
 
     def _check_hooks(self) -> None:
         """The user's hooks give one number per call (separation) and a flat vector (features): checked at load."""

@@ -10,6 +10,7 @@ from ._next_strikes import CHECKPOINTS as CHECKPOINTS
 from ._next_strikes import concat_recordings as concat_recordings
 from ._next_strikes import slice_recording as slice_recording
 from ._next_strikes import strike_loop as strike_loop
+from ._pair_workflow import full_contact_bounces as full_contact_bounces
 from ._plots import plot_alpha_curves as plot_alpha_curves
 from ._plots import plot_tosses as plot_tosses
 from ._plots import plot_tracks as plot_tracks
