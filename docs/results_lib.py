@@ -18,6 +18,7 @@ SHAPES = ("semi-cylinder", "square", "triangle")
 SHORT_SHAPES = {"semi": "semi-cylinder", "squa": "square", "tria": "triangle"}
 # Result files whose name does not start with their bench script's.
 SCRIPT_OF = {
+    "own_scene_": "own_scene_families",
     "part2": "throughput",
     "pipeline": "throughput",
     "engines": "throughput",
