@@ -566,10 +566,10 @@ def model_based_strikes() -> str | None:
     files = sorted(RESULTS.glob("*/cmaes_*.json"))
     data = [load(f) for f in files]
     rows = []
-    for f, d in zip(files, data):
+    for d in data:
         if not isinstance(d, dict) or "mbo" not in d:
             continue
-        lab = Path(str(d.get("lab", "?"))).stem
+        lab = str(d.get("lab", "?")).rsplit("/", 1)[-1].removesuffix(".json")
         for shape, methods in d["mbo"].items():
             for key, name in STRIKE_METHODS.items():
                 if key in methods:
