@@ -36,7 +36,9 @@ from ._quat import quat_conj as quat_conj
 from ._quat import quat_exp as quat_exp
 from ._quat import quat_log as quat_log
 from ._quat import quat_mul as quat_mul
+from ._quat import quat_mul_np as quat_mul_np
 from ._quat import quat_to_mat as quat_to_mat
+from ._quat import quat_to_mat_np as quat_to_mat_np
 from ._results import Result as Result
 from ._results import short_repr as short_repr
 from ._results import to_json as to_json

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from ._types import Array, Float
 
@@ -49,3 +50,35 @@ def quat_to_mat(q: Float[Array, "4"]) -> Float[Array, "3 3"]:
 def quat_conj(q: Float[Array, "4"]) -> Float[Array, "4"]:
     """Inverse of a unit quaternion."""
     return q * jnp.array([1.0, -1.0, -1.0, -1.0], q.dtype)
+
+
+# NumPy (float64) versions of the same, batched over leading axes: for host-side geometry that runs many small
+# computations (track fitting, symmetric images), where routing them through JAX costs more than it computes.
+
+
+def quat_mul_np(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`quat_mul` in NumPy, over the leading axes of `a` and `b` (..., 4)."""
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
+
+
+def quat_to_mat_np(q: np.ndarray) -> np.ndarray:
+    """`quat_to_mat` in NumPy, over the leading axes of `q` (..., 4), which must be unit quaternions."""
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )

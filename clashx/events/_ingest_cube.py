@@ -46,6 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..core import quat_mul_np, quat_to_mat_np
 from ..scenes import CORNER_SIGNS, FRAME_DT, GRAVITY, HALF, WINDOW, crossing_time, free_flight, lowest_corner_z
 from ._events import EventFileError, Events, read_npz
 
@@ -150,39 +151,15 @@ def _read(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 # --- geometry (numpy, float64) -------------------------------------------------------------------
-# These mirror `clashx.scenes._toss`'s JAX quaternion helpers on purpose: track fitting needs float64 and
-# runs thousands of small fits; routing them through JAX under enable_x64 gave the same events
+# NumPy quaternions (core's `quat_mul_np`, `quat_to_mat_np` and the two below) on purpose: track fitting needs
+# float64 and runs thousands of small fits; routing them through JAX under enable_x64 gave the same events
 # but made ingesting the 350 tosses 7x slower (5 s -> 38 s of CPU).
-
-
-def _rot(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack(
-        [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-        ],
-        -2,
-    )
 
 
 def _corner_z(track: np.ndarray, half: float) -> np.ndarray:
     """Heights of the eight corners, (frames, 8), sorted."""
-    return np.sort(track[:, None, 6] + half * np.einsum("fj,kj->fk", _rot(track[:, :4])[:, 2, :], _SIGNS), axis=1)
-
-
-def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        -1,
+    return np.sort(
+        track[:, None, 6] + half * np.einsum("fj,kj->fk", quat_to_mat_np(track[:, :4])[:, 2, :], _SIGNS), axis=1
     )
 
 
@@ -205,9 +182,9 @@ def _fit_rotation(t: np.ndarray, quats: np.ndarray, t_ref: float) -> tuple[np.nd
     q_ref = quats[np.argmin(np.abs(t - t_ref))]
     a = np.c_[np.ones_like(t), t - t_ref]
     for _ in range(3):  # Gauss-Newton on the offset; converges in two
-        r = _qlog(_qmul(q_ref * np.array([1, -1, -1, -1]), quats))
+        r = _qlog(quat_mul_np(q_ref * np.array([1, -1, -1, -1]), quats))
         coef, *_ = np.linalg.lstsq(a, r, rcond=None)
-        q_ref = _qmul(q_ref, _qexp(coef[0]))
+        q_ref = quat_mul_np(q_ref, _qexp(coef[0]))
     return q_ref / np.linalg.norm(q_ref), coef[1]
 
 

@@ -26,36 +26,16 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
+from ..core import quat_mul_np, quat_to_mat_np
+
 if TYPE_CHECKING:
     from ._pair import PairScene
 
 _M = np.diag([1.0, -1.0, 1.0])  # the world's mirror: y -> -y
 
 
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        -1,
-    )
-
-
 def _quat_mat(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = np.moveaxis(q / np.linalg.norm(q, axis=-1, keepdims=True), -1, 0)
-    return np.stack(
-        [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-        ],
-        -2,
-    )
+    return quat_to_mat_np(q / np.linalg.norm(q, axis=-1, keepdims=True))
 
 
 def _mat_quat(r: np.ndarray) -> np.ndarray:
@@ -93,7 +73,7 @@ def check_symmetries(scene: PairScene) -> None:
 
 def _rotate(state: np.ndarray, qo: int, vo: int, s: np.ndarray) -> np.ndarray:
     out = state.copy()
-    out[:, qo + 3 : qo + 7] = _quat_mul(state[:, qo + 3 : qo + 7], s)
+    out[:, qo + 3 : qo + 7] = quat_mul_np(state[:, qo + 3 : qo + 7], s)
     out[:, vo + 3 : vo + 6] = state[:, vo + 3 : vo + 6] @ _quat_mat(s)  # Rₛᵀ ω, row by row
     return out
 
