@@ -128,7 +128,8 @@ def _free_compiled_code():
 
 # The files that take longest (a full run's durations, worker-seconds: test_grad 570, test_hybrid 510,
 # test_own_scene 390, test_track 240, test_strike 240, test_rule 230, test_examples 220, ...), started first so that
-# `--dist loadfile` does not leave one worker running a long file alone while the other has finished.
+# `--dist loadfile` does not leave one worker running a long file alone while the other has finished
+# (`--no-loadscope-reorder` in pyproject.toml: xdist's default queues the files with the most tests first).
 HEAVY_FIRST = (
     "test_track.py",
     "test_grad.py",
