@@ -15,6 +15,7 @@ from ._checks import event_weights as event_weights
 from ._checks import nonfinite_leaves as nonfinite_leaves
 from ._checks import output_lock as output_lock
 from ._checks import same_path as same_path
+from ._cmaes import cmaes_in_box as cmaes_in_box
 from ._engine import on_host as on_host
 from ._engine import resolve_engine as resolve_engine
 from ._io import check_output as check_output

@@ -6,25 +6,19 @@ CMA-ES over the law's unit box (`restarts` searches from the box's centre sharin
 one batch per generation) on the mean relative error of the pair's post-window
 velocities (`velocity_errors`: rotations counted as speeds), flat over the box.
 
-The search is `clashx.optimize.cmaes_in_box`'s, restated here (`_cmaes_in_box`):
-the layering contract (pyproject's import-linter `layers`) keeps `clashx.learn`
-and `clashx.optimize` independent, so learn cannot import it.  Moved to
-`clashx.core`, one copy would serve both.
+The search is `clashx.core.cmaes_in_box`, the one `clashx.optimize` uses too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from evosax.algorithms import CMA_ES
 
-from ..core import Array, Float, PRNGKeyArray, Result, on_host
+from ..core import Array, Float, PRNGKeyArray, Result, cmaes_in_box
 from ..scenes import LAW_HIGH, LAW_LOW, PairLaw
 from ._pair_learn import PairScores, velocity_errors
 
@@ -48,45 +42,6 @@ class PairLawFit(Result):
     errors: np.ndarray
     history: np.ndarray
     n: int
-
-
-def _cmaes_in_box(
-    losses: Callable[[np.ndarray], np.ndarray], u0, *, key: PRNGKeyArray, population: int, generations: int,
-    std_init: float, restarts: int,
-) -> tuple[np.ndarray, float, np.ndarray]:  # fmt: skip
-    """CMA-ES (evosax, ask/tell on the host) over the unit box: `clashx.optimize.cmaes_in_box` (module docstring).
-
-    Candidates are clipped into the box before `losses` ((restarts × population, d) -> (restarts ×
-    population,), one call per generation) sees them; the search ranks them by loss plus the squared
-    distance they were clipped by.  Returns (u, loss, history): the best clipped candidate seen, its
-    loss, and the best loss of each generation.
-    """
-    u0 = np.asarray(u0, np.float64)
-    if restarts < 1:
-        raise ValueError(f"restarts must be at least 1, got {restarts}")
-    es = CMA_ES(population_size=population, solution=jnp.zeros(len(u0)))
-    es_params = es.default_params.replace(std_init=std_init)
-    best_u, best_loss = u0, math.inf
-    with on_host():
-        keys = jnp.asarray(key)[None] if restarts == 1 else jax.random.split(key, restarts)
-        keys, k_init = jax.vmap(lambda k: tuple(jax.random.split(k)))(keys)
-        state = jax.vmap(lambda k: es.init(k, jnp.asarray(u0, jnp.float32), es_params))(k_init)
-    history = []
-    for _ in range(generations):
-        with on_host():
-            keys, k_ask, k_tell = jax.vmap(lambda k: tuple(jax.random.split(k, 3)))(keys)
-            pop, state = jax.vmap(lambda k, s: es.ask(k, s, es_params))(k_ask, state)
-        pop = np.asarray(pop, np.float64)  # (restarts, population, d)
-        u = np.clip(pop, 0.0, 1.0)
-        loss = np.asarray(losses(u.reshape(-1, len(u0))), np.float64).reshape(restarts, population)
-        fit = jnp.asarray(loss + np.sum((pop - u) ** 2, axis=2))
-        with on_host():
-            state = jax.vmap(lambda k, x, f, s: es.tell(k, x, f, s, es_params)[0])(k_tell, jnp.asarray(pop), fit, state)
-        r, i = np.unravel_index(int(np.argmin(loss)), loss.shape)
-        history.append(float(loss[r, i]))
-        if loss[r, i] < best_loss:
-            best_u, best_loss = u[r, i], float(loss[r, i])
-    return best_u, best_loss, np.asarray(history)
 
 
 @eqx.filter_jit
@@ -119,7 +74,7 @@ def identify_pair_law(
         pre, post: (n, d) pair states at each impact's touch and `law.window` s later.
         key: the search's PRNG key.
         population, generations, restarts: CMA-ES's candidates per generation, generations, and
-            independent searches (as `clashx.optimize.cmaes_in_box`'s).
+            independent searches (as `clashx.core.cmaes_in_box`'s).
 
     Returns:
         A `PairLawFit`.
@@ -142,7 +97,7 @@ def identify_pair_law(
     def losses(u: np.ndarray) -> np.ndarray:
         return errors(low + u * (high - low)).mean(-1)
 
-    u, loss, history = _cmaes_in_box(
+    u, loss, history = cmaes_in_box(
         losses, np.full(3, 0.5), key=key, population=population, generations=generations, std_init=0.25,
         restarts=restarts,
     )  # fmt: skip
